@@ -1,0 +1,59 @@
+"""One exception tree for everything Nod refuses or fails to do.
+
+Every error carries a sentence meant for a person (the CLI prints it, a tool result
+carries it to the agent); none of them is a bug report.
+
+    NodError
+    ├── InvalidInput ............ the caller asked for something malformed
+    │   └── MemoryLimitError .... a memory rule: area, slug, text, abstract, quote
+    ├── NotFound ................ no such owner, note, message or path
+    ├── Conflict ................ the request collides with what is stored
+    │   ├── AlreadyExists ....... a name or path is taken
+    │   └── StaleWrite .......... a compare-and-swap lost too many times in a row
+    ├── MemoryFull .............. the document would pass 256 KiB even after trimming
+    ├── ConfigError ............. a setting is missing or malformed
+    └── StorageError ............ the database could not be reached or answered badly
+"""
+
+
+class NodError(Exception):
+    """Base of every error Nod raises on purpose; ``str(err)`` is one sentence."""
+
+
+class InvalidInput(NodError):
+    """The caller asked for something malformed; asking again the same way fails again."""
+
+
+class MemoryLimitError(InvalidInput):
+    """A memory entry broke one of the document's limits (area, slug, lengths)."""
+
+
+class NotFound(NodError):
+    """The owner, note, message or path named does not exist."""
+
+
+class Conflict(NodError):
+    """The request collides with what is stored."""
+
+
+class AlreadyExists(Conflict):
+    """A name or path is already taken."""
+
+
+class StaleWrite(Conflict):
+    """A compare-and-swap kept losing to newer writers; nothing was overwritten."""
+
+
+class MemoryFull(NodError):
+    """The memory document would not fit in 256 KiB even with the archive trimmed."""
+
+    def __init__(self, message: str = "Memory is full.") -> None:
+        super().__init__(message)
+
+
+class ConfigError(NodError):
+    """A setting is missing or malformed; the sentence names the variable."""
+
+
+class StorageError(NodError):
+    """The database could not be reached or gave an answer Nod cannot use."""

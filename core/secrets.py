@@ -1,0 +1,118 @@
+"""Recognises text that holds a secret, for every path that stores text.
+
+Messages are flagged on arrival; notes, skills and imports are refused. Detection errs
+towards caution: a false positive costs one unsaved note, a false negative leaks a card
+number or a key into a memory the agent reads every turn.
+
+What counts: card numbers (Luhn-valid, 13–19 digits, spaces or dashes allowed), provider
+keys and tokens (by prefix), private-key blocks, bearer tokens, passwords stated as such,
+long high-entropy strings, and links that carry a login (credentials in the URL, token,
+code or session parameters, magic links).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from urllib.parse import parse_qsl, urlsplit
+
+_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_PROVIDER_KEYS = re.compile(
+    r"""(?x)
+    \b(?:
+      AKIA[0-9A-Z]{16}                              # AWS access key id
+    | ASIA[0-9A-Z]{16}                              # AWS temporary key id
+    | sk-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{20,}  # OpenAI, Anthropic and similar
+    | gh[pousr]_[A-Za-z0-9]{30,}                    # GitHub tokens
+    | github_pat_[A-Za-z0-9_]{40,}
+    | xox[abposr]-[A-Za-z0-9-]{10,}                 # Slack tokens
+    | (?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}   # Stripe keys
+    | AIza[0-9A-Za-z_-]{35}                         # Google API keys
+    | glpat-[A-Za-z0-9_-]{20,}                      # GitLab tokens
+    | eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}  # JWTs
+    )"""
+)
+_AWS_SECRET = re.compile(r"(?i)aws.{0,20}secret.{0,20}[A-Za-z0-9/+=]{40}")
+_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----")
+_BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")
+_PASSWORD = re.compile(
+    r"(?i)\b(?:password|passwd|passcode|pwd|pin|senha|contraseña|passwort)\b\s*(?:is|:|=|was)\s*\S+"
+)
+_URL = re.compile(r"(?i)\b(?:https?|ftp)://[^\s<>\"']+")
+_LOGIN_PARAMS = {
+    "token", "access_token", "id_token", "refresh_token", "auth", "authtoken", "code",
+    "session", "sessionid", "session_id", "sid", "key", "apikey", "api_key", "secret",
+    "password", "pass", "pwd", "otp", "magic", "login_token", "signature", "sig",
+    "x-amz-signature", "ticket",
+}
+_MAGIC_PATH = re.compile(r"(?i)/(?:magic|login|signin|sign-in|auth|verify|reset)[-_/]?(?:link|token)?/[A-Za-z0-9_-]{16,}")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=-]{32,}")
+
+
+def _luhn_ok(digits: str) -> bool:
+    total, double = 0, False
+    for ch in reversed(digits):
+        d = int(ch)
+        if double:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+        double = not double
+    return total % 10 == 0
+
+
+def _has_card(text: str) -> bool:
+    for match in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn_ok(digits):
+            return True
+    return False
+
+
+def _entropy(token: str) -> float:
+    counts = Counter(token)
+    return -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
+
+
+def _looks_random(token: str) -> bool:
+    """Long, mixed-class, high-entropy strings: keys nobody would type as prose."""
+    classes = sum(bool(re.search(p, token)) for p in (r"[a-z]", r"[A-Z]", r"\d"))
+    return classes >= 2 and any(c.isdigit() for c in token) and _entropy(token) >= 4.0
+
+
+def _login_link(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return True
+    if parts.username or parts.password:
+        return True
+    for name, _value in parse_qsl(parts.query, keep_blank_values=True):
+        if name.lower() in _LOGIN_PARAMS:
+            return True
+    return bool(_MAGIC_PATH.search(parts.path))
+
+
+def find_secret(text: str) -> str | None:
+    """The kind of secret ``text`` holds, or None. Never returns the secret itself."""
+    if _has_card(text):
+        return "card number"
+    if _PEM.search(text):
+        return "private key"
+    if _PROVIDER_KEYS.search(text) or _AWS_SECRET.search(text):
+        return "key or token"
+    if _BEARER.search(text):
+        return "bearer token"
+    if _PASSWORD.search(text):
+        return "password"
+    for url in _URL.findall(text):
+        if _login_link(url):
+            return "link with a login"
+    without_urls = _URL.sub(" ", text)
+    if any(_looks_random(t) for t in _LONG_TOKEN.findall(without_urls)):
+        return "key or token"
+    return None
+
+
+def contains_secret(text: str) -> bool:
+    return find_secret(text) is not None

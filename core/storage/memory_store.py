@@ -1,0 +1,75 @@
+"""Load and change one owner's memory document, safely against concurrent writers.
+
+``update`` takes an operation (a pure function of the document, from
+``core.memory.document``), applies it to the newest version and saves with
+compare-and-swap. When another writer got there first it re-reads and re-applies, a
+bounded number of times with jittered back-off; it never overwrites a newer version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from core.clock import Clock
+from core.errors import StaleWrite
+from core.memory.codec import decode
+from core.memory.document import fit_and_encode
+from core.memory.model import MemoryDocument
+from core.storage.objects import ObjectStore
+
+MEMORY_PATH = "memory/MEMORY.md"
+MAX_ATTEMPTS = 200
+
+
+@dataclass(frozen=True)
+class VersionedDocument:
+    document: MemoryDocument
+    version: int
+
+
+Operation = Callable[[MemoryDocument], MemoryDocument]
+
+
+class MemoryStore:
+    def __init__(self, objects: ObjectStore, clock: Clock, max_attempts: int = MAX_ATTEMPTS):
+        self._objects = objects
+        self._clock = clock
+        self._max_attempts = max_attempts
+
+    async def load(self, owner_id: int) -> VersionedDocument:
+        stored = await self._objects.get(owner_id, MEMORY_PATH)
+        if stored is None:
+            return VersionedDocument(MemoryDocument(), 0)
+        return VersionedDocument(decode(stored.body), stored.version)
+
+    async def save(self, owner_id: int, document: MemoryDocument, expected_version: int) -> int:
+        """One compare-and-swap attempt; the document is trimmed to fit (or MemoryFull)."""
+        _fitted, body = fit_and_encode(document)
+        return await self._objects.put(
+            owner_id, MEMORY_PATH, body, expected_version, self._clock.now()
+        )
+
+    async def update(self, owner_id: int, operation: Operation) -> VersionedDocument:
+        """Apply ``operation`` to the newest document and save it, retrying lost races."""
+        delay = 0.002
+        for _attempt in range(self._max_attempts):
+            current = await self.load(owner_id)
+            changed = operation(current.document)
+            if changed is current.document:
+                return current
+            fitted, body = fit_and_encode(changed)
+            try:
+                version = await self._objects.put(
+                    owner_id, MEMORY_PATH, body, current.version, self._clock.now()
+                )
+            except StaleWrite:
+                await asyncio.sleep(random.uniform(0, delay))
+                delay = min(delay * 2, 0.05)
+                continue
+            return VersionedDocument(fitted, version)
+        raise StaleWrite(
+            f"The memory document kept changing; gave up after {self._max_attempts} attempts."
+        )

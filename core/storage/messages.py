@@ -1,0 +1,217 @@
+"""Messages and threads: the conversation as stored, owner's words and Nod's alike.
+
+Appending is idempotent on (owner, channel, external id): a redelivered webhook or a
+re-run import returns the message already stored instead of a second copy. A message is
+checked for secrets as it is written, so every later reader (memory, reflection) can
+skip it without looking again. ``/reset`` ends the active thread and opens a new one;
+the old one stays stored but is no longer the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from core.clock import Clock
+from core.errors import InvalidInput
+from core.secrets import contains_secret
+from core.storage.schema import messages, threads
+
+IMPORT_BATCH = 1_000
+
+
+class Role(str, Enum):
+    OWNER = "owner"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    owner_id: int
+    role: Role
+    text: str
+    channel: str
+    sent_at: datetime
+    external_id: str | None = None
+    card_title: bool = False
+    attachment: bool = False
+    forwarded: bool = False
+    origin: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    owner_id: int
+    thread_id: int
+    role: Role
+    text: str
+    sent_at: datetime
+    channel: str
+    external_id: str | None
+    card_title: bool
+    attachment: bool
+    forwarded: bool
+    secret: bool
+    origin: str | None
+
+
+@dataclass(frozen=True)
+class Appended:
+    message: StoredMessage
+    created: bool
+
+
+def _stored(row: Any) -> StoredMessage:
+    return StoredMessage(
+        id=row.id,
+        owner_id=row.owner_id,
+        thread_id=row.thread_id,
+        role=Role(row.role),
+        text=row.text,
+        sent_at=row.sent_at,
+        channel=row.channel,
+        external_id=row.external_id,
+        card_title=bool(row.card_title),
+        attachment=bool(row.attachment),
+        forwarded=bool(row.forwarded),
+        secret=bool(row.secret),
+        origin=row.origin,
+    )
+
+
+def _row_values(message: NewMessage, thread_id: int) -> dict[str, Any]:
+    if message.sent_at.tzinfo is None:
+        raise InvalidInput("A message's sent time needs a time zone.")
+    return {
+        "owner_id": message.owner_id,
+        "thread_id": thread_id,
+        "role": message.role.value,
+        "text": message.text,
+        "sent_at": message.sent_at,
+        "channel": message.channel,
+        "external_id": message.external_id,
+        "card_title": message.card_title,
+        "attachment": message.attachment,
+        "forwarded": message.forwarded,
+        "secret": contains_secret(message.text),
+        "origin": message.origin,
+    }
+
+
+class MessageStore:
+    def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
+        self._engine = engine
+        self._clock = clock
+
+    def _insert(self, conn: AsyncConnection) -> Any:
+        insert_for = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        return insert_for(messages).on_conflict_do_nothing(
+            index_elements=["owner_id", "channel", "external_id"]
+        )
+
+    async def active_thread(self, owner_id: int) -> int:
+        """The owner's current thread, opened on first use."""
+        query = select(threads.c.id).where(
+            and_(threads.c.owner_id == owner_id, threads.c.ended_at.is_(None))
+        )
+        async with self._engine.connect() as conn:
+            found = (await conn.execute(query)).scalar()
+        if found is not None:
+            return int(found)
+        try:
+            async with self._engine.begin() as conn:
+                result = await conn.execute(
+                    insert(threads)
+                    .values(owner_id=owner_id, created_at=self._clock.now())
+                    .returning(threads.c.id)
+                )
+                return int(result.scalar_one())
+        except IntegrityError:  # another writer opened it first: use theirs
+            async with self._engine.connect() as conn:
+                return int((await conn.execute(query)).scalar_one())
+
+    async def reset_thread(self, owner_id: int) -> int:
+        """End the active thread and open a new one; return the new thread's id."""
+        now = self._clock.now()
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                update(threads)
+                .where(and_(threads.c.owner_id == owner_id, threads.c.ended_at.is_(None)))
+                .values(ended_at=now)
+            )
+            result = await conn.execute(
+                insert(threads).values(owner_id=owner_id, created_at=now).returning(threads.c.id)
+            )
+            return int(result.scalar_one())
+
+    async def append(self, message: NewMessage) -> Appended:
+        """Store one message in the active thread, or return the copy already stored."""
+        thread_id = await self.active_thread(message.owner_id)
+        async with self._engine.begin() as conn:
+            statement = self._insert(conn).values(_row_values(message, thread_id))
+            new_id = (await conn.execute(statement.returning(messages.c.id))).scalar()
+            if new_id is None:
+                existing = await conn.execute(
+                    select(messages).where(
+                        and_(
+                            messages.c.owner_id == message.owner_id,
+                            messages.c.channel == message.channel,
+                            messages.c.external_id == message.external_id,
+                        )
+                    )
+                )
+                return Appended(_stored(existing.one()), created=False)
+            row = (await conn.execute(select(messages).where(messages.c.id == new_id))).one()
+        return Appended(_stored(row), created=True)
+
+    async def append_many(self, owner_id: int, batch: Sequence[NewMessage]) -> int:
+        """Store a batch in the active thread in one transaction; return how many were new."""
+        if not batch:
+            return 0
+        thread_id = await self.active_thread(owner_id)
+        rows = [_row_values(m, thread_id) for m in batch]
+        async with self._engine.begin() as conn:
+            result = await conn.execute(self._insert(conn).returning(messages.c.id), rows)
+            return len(result.all())
+
+    async def get(self, message_id: int) -> StoredMessage | None:
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(select(messages).where(messages.c.id == message_id))).first()
+        return _stored(row) if row else None
+
+    async def get_many(self, ids: Iterable[int]) -> dict[int, StoredMessage]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        async with self._engine.connect() as conn:
+            rows = await conn.execute(select(messages).where(messages.c.id.in_(wanted)))
+            return {row.id: _stored(row) for row in rows}
+
+    async def recent(
+        self, owner_id: int, limit: int, role: Role | None = None
+    ) -> list[StoredMessage]:
+        """The last ``limit`` messages of the active thread, oldest first."""
+        thread_id = await self.active_thread(owner_id)
+        query = select(messages).where(messages.c.thread_id == thread_id)
+        if role is not None:
+            query = query.where(messages.c.role == role.value)
+        query = query.order_by(messages.c.id.desc()).limit(limit)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [_stored(r) for r in reversed(rows)]
+
+    async def count(self, owner_id: int) -> int:
+        async with self._engine.connect() as conn:
+            query = select(func.count()).select_from(messages).where(messages.c.owner_id == owner_id)
+            return int((await conn.execute(query)).scalar_one())

@@ -1,0 +1,123 @@
+"""Table definitions used to build queries; the DDL itself lives in ``migrations``.
+
+Keeping the DDL in numbered migrations (not ``metadata.create_all``) means a database
+created a year ago and one created today reach the same schema by the same steps.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+)
+
+metadata = MetaData()
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware datetimes in, aware UTC datetimes out, on both backends.
+
+    SQLite has no time zones: it stores the UTC wall time, which also sorts correctly as
+    text. PostgreSQL keeps ``timestamptz``.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored; give a time zone")
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+owners = Table(
+    "owners",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String, nullable=False, unique=True),
+    Column("time_zone", String, nullable=False),
+    Column("settings", Text, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
+
+identities = Table(
+    "identities",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("channel", String, nullable=False),
+    Column("external_id", String, nullable=False),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+)
+
+threads = Table(
+    "threads",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("ended_at", UTCDateTime()),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("thread_id", Integer, ForeignKey("threads.id"), nullable=False),
+    Column("role", String, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("sent_at", UTCDateTime(), nullable=False),
+    Column("channel", String, nullable=False),
+    Column("external_id", String),
+    Column("card_title", Boolean, nullable=False),
+    Column("attachment", Boolean, nullable=False),
+    Column("forwarded", Boolean, nullable=False),
+    Column("secret", Boolean, nullable=False),
+    Column("origin", String),
+)
+
+objects = Table(
+    "objects",
+    metadata,
+    Column("owner_id", Integer, ForeignKey("owners.id"), primary_key=True),
+    Column("path", String, primary_key=True),
+    Column("body", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+usage = Table(
+    "usage",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id")),
+    Column("purpose", String, nullable=False),
+    Column("model", String, nullable=False),
+    Column("tokens_in", Integer, nullable=False),
+    Column("tokens_out", Integer, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("duration_ms", Integer, nullable=False),
+    Column("outcome", String, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
