@@ -1,0 +1,1 @@
+"""Adapters to the outside world; each imports ``core`` and its own SDK, never another adapter."""

@@ -1,0 +1,1 @@
+"""Nod's own aiohttp web server: health, (later) the memory page, API and webhooks."""

@@ -1,0 +1,1 @@
+"""The composition root: settings, wiring, the ``nod`` command and the process lifecycle."""

@@ -1,0 +1,5 @@
+"""``python -m bot`` is the ``nod`` command."""
+
+from bot.cli import main
+
+raise SystemExit(main())

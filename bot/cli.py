@@ -1,0 +1,118 @@
+"""The ``nod`` command line: argument parsing and the edge where errors become sentences.
+
+Exit status 0 on success, 1 when an action is refused or fails, 2 on bad usage. Errors
+are one sentence on standard error, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from bot import commands
+from bot.logs import configure_logging
+from bot.run import run_server
+from bot.settings import Settings, load_settings
+from bot.wiring import Services, services
+from core.errors import NodError
+
+log = logging.getLogger("nod.cli")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"nod: {message} (see `{self.prog} --help`).\n")
+        raise SystemExit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="nod", description="Nod, a personal assistant with a memory you can trust.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("run", help="serve the web server and every configured channel")
+
+    owners = sub.add_parser("owners", help="owners and their channel identities")
+    owners_sub = owners.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    add = owners_sub.add_parser("add", help="add an owner")
+    add.add_argument("name")
+    add.add_argument("--telegram", action="append", default=[], metavar="ID")
+    add.add_argument("--whatsapp", action="append", default=[], metavar="+NUMBER")
+    add.add_argument("--tz", default="UTC", metavar="ZONE")
+    owners_sub.add_parser("list", help="list owners")
+
+    history = sub.add_parser("history", help="conversation history")
+    history_sub = history.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    imp = history_sub.add_parser("import", help="import JSON Lines messages")
+    imp.add_argument("--owner", required=True)
+    imp.add_argument("file", type=Path)
+
+    memory = sub.add_parser("memory", help="the owner's memory document")
+    memory_sub = memory.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    show = memory_sub.add_parser("show", help="print the memory")
+    show.add_argument("--owner", required=True)
+    show.add_argument("--json", action="store_true")
+    export = memory_sub.add_parser("export", help="print the memory as Markdown")
+    export.add_argument("--owner", required=True)
+    madd = memory_sub.add_parser("add", help="add or rewrite a stated note")
+    madd.add_argument("--owner", required=True)
+    madd.add_argument("path", metavar="AREA/SLUG")
+    madd.add_argument("text")
+    madd.add_argument("--abstract")
+    madd.add_argument("--expires", metavar="DATE")
+    forget = memory_sub.add_parser("forget", help="delete a note and its archived versions")
+    forget.add_argument("--owner", required=True)
+    forget.add_argument("path", metavar="AREA/SLUG")
+    return parser
+
+
+def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
+    key = (args.command, getattr(args, "action", None))
+    table: dict[tuple[str, str | None], Callable[[Services], Awaitable[str]]] = {
+        ("owners", "add"): lambda s: commands.owners_add(
+            s, args.name, args.telegram, args.whatsapp, args.tz
+        ),
+        ("owners", "list"): commands.owners_list,
+        ("history", "import"): lambda s: commands.history_import(
+            s, args.owner, args.file, commands.stderr_progress()
+        ),
+        ("memory", "show"): lambda s: commands.memory_show(s, args.owner, args.json),
+        ("memory", "export"): lambda s: commands.memory_export(s, args.owner),
+        ("memory", "add"): lambda s: commands.memory_add(
+            s, args.owner, args.path, args.text, args.abstract, args.expires
+        ),
+        ("memory", "forget"): lambda s: commands.memory_forget(s, args.owner, args.path),
+    }
+    return table[key]
+
+
+async def _run_action(settings: Settings, action: Callable[[Services], Awaitable[str]]) -> None:
+    async with services(settings) as svc:
+        print(await action(svc))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+        configure_logging(settings.log_level)
+        if args.command == "run":
+            asyncio.run(run_server(settings))
+        else:
+            asyncio.run(_run_action(settings, _action(args)))
+    except NodError as exc:
+        sys.stderr.write(f"nod: {exc}\n")
+        return 1
+    except OSError as exc:
+        sys.stderr.write(f"nod: {exc.strerror or exc}.\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the edge: log the detail, tell the person one sentence
+        log.debug("unexpected failure", exc_info=True)
+        sys.stderr.write(f"nod: unexpected {type(exc).__name__}; run with NOD_LOG_LEVEL=DEBUG for details.\n")
+        return 1
+    return 0

@@ -1,0 +1,148 @@
+"""The ``nod`` subcommands that act on stored data: owners, history import, memory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from datetime import date, datetime
+from pathlib import Path
+from typing import TextIO
+
+from bot.wiring import Services
+from core.errors import InvalidInput
+from core.memory import document as memory_ops
+from core.memory.codec import to_json
+from core.memory.model import MemoryDocument, Origin
+from core.memory.render import label_of, render_export
+from core.storage.messages import IMPORT_BATCH, NewMessage, Role
+from core.storage.owners import Identity
+
+IMPORT_CHANNEL = "import"
+
+
+async def owners_add(
+    svc: Services, name: str, telegram: list[str], whatsapp: list[str], tz: str
+) -> str:
+    links = tuple(Identity("telegram", t) for t in telegram)
+    links += tuple(Identity("whatsapp", _whatsapp_number(n)) for n in whatsapp)
+    owner = await svc.owners.add(name, tz, links, svc.clock.now())
+    return f"Added owner {owner.name} (id {owner.id}, {owner.time_zone})."
+
+
+def _whatsapp_number(raw: str) -> str:
+    number = raw.removeprefix("whatsapp:").replace(" ", "")
+    if not number.startswith("+") or not number[1:].isdigit():
+        raise InvalidInput(f"A WhatsApp number is +<digits>, not {raw!r}.")
+    return number
+
+
+async def owners_list(svc: Services) -> str:
+    lines = []
+    for owner, links in await svc.owners.all():
+        linked = ", ".join(f"{i.channel}:{i.external_id}" for i in links) or "no channels"
+        lines.append(f"{owner.name}\t{owner.time_zone}\t{linked}")
+    return "\n".join(lines) if lines else "No owners yet; add one with `nod owners add NAME`."
+
+
+def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> NewMessage:
+    from zoneinfo import ZoneInfo
+
+    try:
+        data = json.loads(line)
+        role = Role(data["role"])
+        text = data["text"]
+        sent_at = datetime.fromisoformat(data["sent_at"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidInput(
+            f"Line {number} is not a message: need role (owner or assistant), text and "
+            f"sent_at in ISO 8601 ({type(exc).__name__})."
+        ) from exc
+    if role is Role.TOOL or not isinstance(text, str):
+        raise InvalidInput(f"Line {number}: role must be owner or assistant, text a string.")
+    if sent_at.tzinfo is None:
+        sent_at = sent_at.replace(tzinfo=ZoneInfo(zone_name))
+    external = data.get("id")
+    if external is None:  # a stable id makes re-running the same file a no-op
+        external = "sha1:" + hashlib.sha1(line.strip().encode()).hexdigest()
+    return NewMessage(owner_id, role, text, IMPORT_CHANNEL, sent_at, str(external))
+
+
+async def history_import(svc: Services, owner_name: str, path: Path, progress: TextIO) -> str:
+    owner = await svc.owners.by_name(owner_name)
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {path}: {exc.strerror}.") from exc
+    show = progress.isatty()
+    added = seen = 0
+    batch: list[NewMessage] = []
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            batch.append(_parse_line(number, line, owner.time_zone, owner.id))
+            if len(batch) >= IMPORT_BATCH:
+                added += await svc.messages.append_many(owner.id, batch)
+                seen += len(batch)
+                batch = []
+                if show:
+                    progress.write(f"\rimported {seen:,} lines")
+                    progress.flush()
+        added += await svc.messages.append_many(owner.id, batch)
+        seen += len(batch)
+    if show:
+        progress.write("\n")
+    return f"Imported {added:,} new messages of {seen:,} lines for {owner.name}."
+
+
+async def memory_show(svc: Services, owner_name: str, as_json: bool) -> str:
+    owner = await svc.owners.by_name(owner_name)
+    doc = (await svc.memory.load(owner.id)).document
+    if as_json:
+        return json.dumps(to_json(doc), ensure_ascii=False, indent=2)
+    if not doc.entries:
+        return f"{owner.name}'s memory is empty."
+    return "\n".join(f"{e.path} [{label_of(e)}]: {e.text}" for e in doc.entries)
+
+
+async def memory_add(
+    svc: Services, owner_name: str, path: str, text: str, abstract: str | None, expires: str | None
+) -> str:
+    from core.secrets import find_secret
+
+    owner = await svc.owners.by_name(owner_name)
+    kind = find_secret(text) or (find_secret(abstract) if abstract else None)
+    if kind:
+        raise InvalidInput(f"Not saved: the note looks like it holds a {kind}.")
+    try:
+        expiry = date.fromisoformat(expires) if expires else None
+    except ValueError as exc:
+        raise InvalidInput(f"--expires is a date like 2027-01-31, not {expires!r}.") from exc
+    now = svc.clock.now()
+    entry = memory_ops.make_entry(
+        path, text, origin=Origin.STATED, now=now, abstract=abstract, expires=expiry
+    )
+
+    def change(doc: MemoryDocument) -> MemoryDocument:
+        if doc.get(entry.path) is not None:  # the page's edit: archive the old, keep the new
+            return memory_ops.replace(doc, entry, (entry.path,), now)
+        return memory_ops.add_entry(doc, entry)
+
+    await svc.memory.update(owner.id, change)
+    return f"Saved {entry.path}."
+
+
+async def memory_forget(svc: Services, owner_name: str, path: str) -> str:
+    owner = await svc.owners.by_name(owner_name)
+    await svc.memory.update(owner.id, lambda doc: memory_ops.forget(doc, path))
+    return f"Forgot {path} and its archived versions."
+
+
+async def memory_export(svc: Services, owner_name: str) -> str:
+    owner = await svc.owners.by_name(owner_name)
+    return render_export((await svc.memory.load(owner.id)).document, owner.name).rstrip("\n")
+
+
+def stderr_progress() -> TextIO:
+    return sys.stderr

@@ -1,0 +1,109 @@
+"""Settings, read once from the environment and an optional ``.env`` file.
+
+Nothing else in Nod reads ``os.environ``: the settings value is built here and passed
+down. A part that is enabled but misses its secret fails at start with one sentence
+naming the variable, instead of failing later in the middle of a conversation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+from core.errors import ConfigError
+from core.storage.database import DEFAULT_URL
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = DEFAULT_URL
+    host: str = "127.0.0.1"
+    port: int = 8080
+    public_url: str | None = None
+    secret_key: str | None = None
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    agent_model: str | None = None
+    memory_model: str | None = None
+    memory_base_url: str | None = None
+    memory_api_key: str | None = None
+    telegram_bot_token: str | None = None
+    telegram_webhook_url: str | None = None
+    telegram_webhook_secret: str | None = None
+    telegram_api_base_url: str | None = None
+    twilio_account_sid: str | None = None
+    twilio_auth_token: str | None = None
+    twilio_whatsapp_from: str | None = None
+    twilio_api_base_url: str | None = None
+    log_level: str = "INFO"
+    log_text: bool = False
+
+
+_VARIABLES = {
+    "NOD_DATABASE_URL": "database_url",
+    "NOD_HOST": "host",
+    "NOD_PORT": "port",
+    "NOD_PUBLIC_URL": "public_url",
+    "NOD_SECRET_KEY": "secret_key",
+    "OPENAI_API_KEY": "openai_api_key",
+    "OPENAI_BASE_URL": "openai_base_url",
+    "NOD_AGENT_MODEL": "agent_model",
+    "NOD_MEMORY_MODEL": "memory_model",
+    "NOD_MEMORY_BASE_URL": "memory_base_url",
+    "NOD_MEMORY_API_KEY": "memory_api_key",
+    "TELEGRAM_BOT_TOKEN": "telegram_bot_token",
+    "TELEGRAM_WEBHOOK_URL": "telegram_webhook_url",
+    "TELEGRAM_WEBHOOK_SECRET": "telegram_webhook_secret",
+    "TELEGRAM_API_BASE_URL": "telegram_api_base_url",
+    "TWILIO_ACCOUNT_SID": "twilio_account_sid",
+    "TWILIO_AUTH_TOKEN": "twilio_auth_token",
+    "TWILIO_WHATSAPP_FROM": "twilio_whatsapp_from",
+    "TWILIO_API_BASE_URL": "twilio_api_base_url",
+    "NOD_LOG_LEVEL": "log_level",
+    "NOD_LOG_TEXT": "log_text",
+}
+
+_REQUIRED_WHEN = (
+    ("TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET"),
+    ("TELEGRAM_WEBHOOK_URL", "TELEGRAM_BOT_TOKEN"),
+    ("TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"),
+    ("TWILIO_ACCOUNT_SID", "TWILIO_WHATSAPP_FROM"),
+    ("TWILIO_ACCOUNT_SID", "NOD_PUBLIC_URL"),
+)
+
+
+def variable_names() -> tuple[str, ...]:
+    return tuple(_VARIABLES)
+
+
+def _parse(name: str, raw: str) -> object:
+    field = _VARIABLES[name]
+    if field == "port":
+        if not raw.isdigit() or not 0 < int(raw) < 65536:
+            raise ConfigError(f"{name} must be a port number, not {raw!r}.")
+        return int(raw)
+    if field == "log_text":
+        return raw.strip().lower() in {"1", "true", "yes", "on"}
+    return raw.strip()
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, env_file: Path | None = Path(".env")
+) -> Settings:
+    """Settings from ``.env`` (if present) overlaid by the real environment."""
+    values: dict[str, str] = {}
+    if env_file is not None and env_file.is_file():
+        values.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
+    values.update(os.environ if environ is None else environ)
+    present = {name: raw for name, raw in values.items() if name in _VARIABLES and raw.strip()}
+    for enabling, needed in _REQUIRED_WHEN:
+        if enabling in present and needed not in present:
+            raise ConfigError(f"{enabling} is set, so {needed} must be set too.")
+    uses_openai = ("NOD_AGENT_MODEL" in present or "NOD_MEMORY_MODEL" in present)
+    if uses_openai and "OPENAI_BASE_URL" not in present and "OPENAI_API_KEY" not in present:
+        raise ConfigError("A model is configured for OpenAI's own API, so OPENAI_API_KEY must be set.")
+    return Settings(**{_VARIABLES[n]: _parse(n, raw) for n, raw in present.items()})
