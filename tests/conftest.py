@@ -1,0 +1,83 @@
+"""Shared fixtures: a real database per test, SQLite always and PostgreSQL when configured.
+
+PostgreSQL tests need ``NOD_TEST_POSTGRES_URL`` (``.ci/run`` starts a throwaway cluster
+and sets it); each test gets a database of its own, dropped afterwards. With
+``NOD_REQUIRE_POSTGRES=1`` (CI) a missing server fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.storage.database import create_engine
+from core.storage.migrations import migrate
+
+POSTGRES_URL = os.environ.get("NOD_TEST_POSTGRES_URL")
+
+
+def _plain_dsn(url: str, database: str) -> str:
+    return make_url(url).set(drivername="postgresql", database=database).render_as_string(
+        hide_password=False
+    )
+
+
+async def fresh_postgres_url() -> str:
+    """A new empty database on the test server; returns its SQLAlchemy URL."""
+    assert POSTGRES_URL
+    name = f"nod_test_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(_plain_dsn(POSTGRES_URL, "postgres"))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+
+
+async def drop_postgres_database(url: str) -> None:
+    name = make_url(url).database
+    admin = await asyncpg.connect(_plain_dsn(url, "postgres"))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+def _skip_or_fail_without_postgres() -> None:
+    if POSTGRES_URL:
+        return
+    if os.environ.get("NOD_REQUIRE_POSTGRES") == "1":
+        pytest.fail("NOD_REQUIRE_POSTGRES=1 but NOD_TEST_POSTGRES_URL is not set.")
+    pytest.skip("PostgreSQL not configured: set NOD_TEST_POSTGRES_URL (.ci/run does).")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A fresh, empty database URL on each backend."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}"
+        return
+    _skip_or_fail_without_postgres()
+    url = await fresh_postgres_url()
+    try:
+        yield url
+    finally:
+        await drop_postgres_database(url)
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """A migrated engine on a fresh database."""
+    engine = create_engine(database_url, pool_size=10)
+    await migrate(engine)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()

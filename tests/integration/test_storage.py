@@ -1,0 +1,201 @@
+"""Storage on real databases: migrations, compare-and-swap, messages, threads, owners."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.clock import FixedClock, SystemClock
+from core.errors import AlreadyExists, InvalidInput, NotFound, StaleWrite
+from core.memory import document as ops
+from core.memory.model import Origin
+from core.storage.database import create_engine
+from core.storage.memory_store import MEMORY_PATH, MemoryStore
+from core.storage.messages import MessageStore, NewMessage, Role
+from core.storage.migrations import MIGRATIONS, migrate
+from core.storage.objects import ObjectStore
+from core.storage.owners import Identity, OwnerStore
+
+NOW = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
+
+
+async def _owner(engine: AsyncEngine, name: str = "ana") -> int:
+    return (await OwnerStore(engine).add(name, "Europe/Lisbon", (), NOW)).id
+
+
+def _add(path: str):
+    def change(doc):
+        return ops.add_entry(doc, ops.make_entry(path, f"note {path}", origin=Origin.STATED, now=NOW))
+    return change
+
+
+async def test_migrations_apply_once_on_empty_and_existing_databases(database_url: str) -> None:
+    engine = create_engine(database_url)
+    try:
+        assert await migrate(engine) == [m.version for m in MIGRATIONS]
+        owner = await _owner(engine)
+        assert await migrate(engine) == []
+        assert (await OwnerStore(engine).by_id(owner)).name == "ana"
+        async with engine.connect() as conn:
+            rows = (await conn.execute(text("SELECT version FROM schema_migrations"))).all()
+        assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
+    finally:
+        await engine.dispose()
+
+
+async def test_concurrent_migrations_do_not_collide(database_url: str) -> None:
+    engines = [create_engine(database_url) for _ in range(4)]
+    try:
+        results = await asyncio.gather(*(migrate(e) for e in engines))
+        assert sorted(len(r) for r in results) == [0, 0, 0, len(MIGRATIONS)]
+    finally:
+        for e in engines:
+            await e.dispose()
+
+
+async def test_fifty_concurrent_writers_all_land(engine: AsyncEngine) -> None:
+    owner = await _owner(engine)
+    store = MemoryStore(ObjectStore(engine), SystemClock())
+    start = (await store.load(owner)).version
+    await asyncio.gather(*(store.update(owner, _add(f"about/n{i}")) for i in range(50)))
+    final = await store.load(owner)
+    assert sorted(e.slug for e in final.document.entries) == sorted(f"n{i}" for i in range(50))
+    assert final.version == start + 50
+
+
+async def test_a_stale_write_never_overwrites_a_newer_version(engine: AsyncEngine) -> None:
+    owner = await _owner(engine)
+    objects = ObjectStore(engine)
+    assert await objects.put(owner, MEMORY_PATH, "v1", 0, NOW) == 1
+    assert await objects.put(owner, MEMORY_PATH, "v2", 1, NOW) == 2
+    with pytest.raises(StaleWrite):
+        await objects.put(owner, MEMORY_PATH, "stale", 1, NOW)
+    with pytest.raises(StaleWrite):
+        await objects.put(owner, MEMORY_PATH, "stale", 0, NOW)
+    assert (await objects.get(owner, MEMORY_PATH)).body == "v2"
+
+
+async def test_an_operation_that_fails_saves_nothing(engine: AsyncEngine) -> None:
+    owner = await _owner(engine)
+    store = MemoryStore(ObjectStore(engine), SystemClock())
+    await store.update(owner, _add("about/a"))
+    with pytest.raises(AlreadyExists):
+        await store.update(owner, _add("about/a"))
+    assert (await store.load(owner)).version == 1
+
+
+def test_writers_in_separate_processes_all_land(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        from datetime import datetime, timezone
+        from core.clock import SystemClock
+        from core.memory import document as ops
+        from core.memory.model import Origin
+        from core.storage.database import create_engine
+        from core.storage.memory_store import MemoryStore
+        from core.storage.migrations import migrate
+        from core.storage.objects import ObjectStore
+        async def main(worker):
+            engine = create_engine({url!r})
+            await migrate(engine)
+            store = MemoryStore(ObjectStore(engine), SystemClock())
+            now = datetime.now(timezone.utc)
+            def add(i):
+                return lambda d: ops.add_entry(d, ops.make_entry(
+                    f"about/w{{worker}}-{{i}}", "x", origin=Origin.STATED, now=now))
+            await asyncio.gather(*(store.update(1, add(i)) for i in range(10)))
+            await engine.dispose()
+        asyncio.run(main(sys.argv[1]))
+    """)
+    setup = create_engine(url)
+    asyncio.run(_setup_owner(setup))
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(w)]) for w in range(5)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 5
+    final = asyncio.run(_load(url))
+    assert len(final.document.entries) == 50 and final.version == 50
+
+
+async def _setup_owner(engine: AsyncEngine) -> None:
+    await migrate(engine)
+    await _owner(engine)
+    await engine.dispose()
+
+
+async def _load(url: str):
+    engine = create_engine(url)
+    try:
+        return await MemoryStore(ObjectStore(engine), SystemClock()).load(1)
+    finally:
+        await engine.dispose()
+
+
+async def test_a_redelivered_message_is_stored_once(engine: AsyncEngine) -> None:
+    owner = await _owner(engine)
+    store = MessageStore(engine, FixedClock(NOW))
+    first = await store.append(NewMessage(owner, Role.OWNER, "hello", "telegram", NOW, "u-1"))
+    again = await store.append(NewMessage(owner, Role.OWNER, "hello", "telegram", NOW, "u-1"))
+    other_channel = await store.append(NewMessage(owner, Role.OWNER, "hello", "whatsapp", NOW, "u-1"))
+    assert first.created and not again.created and other_channel.created
+    assert again.message.id == first.message.id
+    assert await store.count(owner) == 2
+    assert first.message.sent_at == NOW and first.message.role is Role.OWNER
+
+
+async def test_messages_with_secrets_are_flagged_on_arrival(engine: AsyncEngine) -> None:
+    owner = await _owner(engine)
+    store = MessageStore(engine, FixedClock(NOW))
+    card = await store.append(NewMessage(owner, Role.OWNER, "card 4111 1111 1111 1111", "t", NOW))
+    plain = await store.append(NewMessage(owner, Role.OWNER, "my sister Ana", "t", NOW))
+    assert card.message.secret and not plain.message.secret
+
+
+async def test_naive_sent_times_are_refused(engine: AsyncEngine) -> None:
+    owner = await _owner(engine)
+    with pytest.raises(InvalidInput):
+        await MessageStore(engine, FixedClock(NOW)).append(
+            NewMessage(owner, Role.OWNER, "x", "t", datetime(2026, 1, 1)))
+
+
+async def test_reset_opens_a_new_thread_and_keeps_the_old(engine: AsyncEngine) -> None:
+    owner = await _owner(engine)
+    store = MessageStore(engine, FixedClock(NOW))
+    old = await store.append(NewMessage(owner, Role.OWNER, "before", "t", NOW))
+    new_thread = await store.reset_thread(owner)
+    assert new_thread != old.message.thread_id
+    assert await store.active_thread(owner) == new_thread
+    await store.append(NewMessage(owner, Role.OWNER, "after", "t", NOW))
+    assert [m.text for m in await store.recent(owner, 10)] == ["after"]
+    assert (await store.get(old.message.id)).text == "before"
+
+
+async def test_batch_import_is_idempotent(engine: AsyncEngine) -> None:
+    owner = await _owner(engine)
+    store = MessageStore(engine, FixedClock(NOW))
+    batch = [NewMessage(owner, Role.OWNER, f"m{i}", "import", NOW, f"id{i}") for i in range(30)]
+    assert await store.append_many(owner, batch) == 30
+    assert await store.append_many(owner, batch) == 0
+    assert await store.count(owner) == 30
+
+
+async def test_owners_and_identities(engine: AsyncEngine) -> None:
+    owners = OwnerStore(engine)
+    ana = await owners.add("ana", "Europe/Lisbon", (Identity("telegram", "42"),), NOW)
+    await owners.link(ana.id, Identity("whatsapp", "+351900000000"))
+    assert (await owners.by_identity(Identity("whatsapp", "+351900000000"))).id == ana.id
+    assert await owners.by_identity(Identity("telegram", "43")) is None
+    with pytest.raises(AlreadyExists):
+        await owners.add("bob", "UTC", (Identity("telegram", "42"),), NOW)
+    assert [o.name for o, _ in await owners.all()] == ["ana"]
+    with pytest.raises(InvalidInput):
+        await owners.add("carl", "Mars/Olympus", (), NOW)
+    with pytest.raises(NotFound):
+        await owners.by_name("nobody")
