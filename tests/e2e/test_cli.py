@@ -1,0 +1,144 @@
+"""The ``nod`` process itself: commands, their output, exit statuses and errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOD_", "TELEGRAM_", "TWILIO_", "OPENAI_"))}
+    env["NOD_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}"
+    env.update(extra)
+    return env
+
+
+def nod(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        cwd=tmp_path, env=_env(tmp_path, **extra), capture_output=True, text=True, timeout=60,
+    )
+
+
+def _one_sentence_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_owners_add_and_list(tmp_path: Path) -> None:
+    added = nod(tmp_path, "owners", "add", "ana", "--telegram", "42", "--whatsapp", "+351911", "--tz", "Europe/Lisbon")
+    assert added.returncode == 0, added.stderr
+    listed = nod(tmp_path, "owners", "list")
+    assert listed.stdout.strip() == "ana\tEurope/Lisbon\ttelegram:42, whatsapp:+351911"
+    again = nod(tmp_path, "owners", "add", "ana")
+    assert again.returncode == 1 and "already registered" in _one_sentence_error(again)
+
+
+def test_bad_usage_exits_2_with_one_sentence(tmp_path: Path) -> None:
+    result = nod(tmp_path, "memory", "add", "--owner", "ana")
+    assert result.returncode == 2
+    _one_sentence_error(result)
+    assert nod(tmp_path, "frobnicate").returncode == 2
+
+
+def test_refusals_exit_1(tmp_path: Path) -> None:
+    nod(tmp_path, "owners", "add", "ana")
+    for args in (
+        ("memory", "show", "--owner", "nobody"),
+        ("memory", "add", "--owner", "ana", "work/x", "text"),
+        ("memory", "add", "--owner", "ana", "about/Bad_Slug", "text"),
+        ("memory", "add", "--owner", "ana", "about/x", "y" * 4001),
+        ("memory", "add", "--owner", "ana", "about/card", "card 4111-1111-1111-1111"),
+        ("memory", "add", "--owner", "ana", "about/x", "ok", "--expires", "soon"),
+        ("memory", "forget", "--owner", "ana", "about/missing"),
+        ("owners", "add", "bob", "--tz", "Nowhere/City"),
+    ):
+        result = nod(tmp_path, *args)
+        assert result.returncode == 1, args
+        _one_sentence_error(result)
+    assert json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)["entries"] == []
+
+
+def test_memory_add_show_export_and_forget(tmp_path: Path) -> None:
+    nod(tmp_path, "owners", "add", "ana")
+    assert nod(tmp_path, "memory", "add", "--owner", "ana", "people/sister", "Sister: Ana", "--abstract", "sister").returncode == 0
+    assert nod(tmp_path, "memory", "add", "--owner", "ana", "people/sister", "Sister: Ana, in Porto").returncode == 0
+    data = json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)
+    (entry,) = data["entries"]
+    assert (entry["text"], entry["status"], entry["origin"]) == ("Sister: Ana, in Porto", "stated", "stated")
+    assert data["archive"][0]["entry"]["text"] == "Sister: Ana"
+    export = nod(tmp_path, "memory", "export", "--owner", "ana").stdout
+    assert "## People" in export and "- **people/sister** (Confirmed): Sister: Ana, in Porto" in export
+    assert nod(tmp_path, "memory", "forget", "--owner", "ana", "people/sister").returncode == 0
+    data = json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)
+    assert data["entries"] == [] and data["archive"] == []
+
+
+def test_history_import_is_idempotent_and_reports_bad_lines(tmp_path: Path) -> None:
+    nod(tmp_path, "owners", "add", "ana", "--tz", "Europe/Lisbon")
+    lines = [
+        {"role": "owner", "text": "I moved to Porto", "sent_at": "2024-05-01T10:00:00"},
+        {"role": "assistant", "text": "Noted", "sent_at": "2024-05-01T10:00:05+01:00", "id": "a1"},
+    ]
+    file = tmp_path / "h.jsonl"
+    file.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    first = nod(tmp_path, "history", "import", "--owner", "ana", str(file))
+    assert first.returncode == 0 and "Imported 2 new messages" in first.stdout
+    second = nod(tmp_path, "history", "import", "--owner", "ana", str(file))
+    assert "Imported 0 new messages of 2 lines" in second.stdout
+    file.write_text('{"role": "owner"}\n')
+    bad = nod(tmp_path, "history", "import", "--owner", "ana", str(file))
+    assert bad.returncode == 1 and "Line 1" in _one_sentence_error(bad)
+    missing = nod(tmp_path, "history", "import", "--owner", "ana", str(tmp_path / "none.jsonl"))
+    assert missing.returncode == 1
+
+
+def test_a_missing_secret_for_an_enabled_part_fails_at_start(tmp_path: Path) -> None:
+    result = nod(tmp_path, "owners", "list", TWILIO_ACCOUNT_SID="AC123")
+    assert result.returncode == 1
+    assert "TWILIO_AUTH_TOKEN" in _one_sentence_error(result)
+    bad_url = nod(tmp_path, "owners", "list", NOD_DATABASE_URL="mysql://x")
+    assert bad_url.returncode == 1 and "NOD_DATABASE_URL" in _one_sentence_error(bad_url)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_run_serves_healthz_and_stops_cleanly(tmp_path: Path, stop_signal: int) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run"], cwd=tmp_path,
+        env=_env(tmp_path, NOD_PORT=str(port)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        body = None
+        while time.monotonic() < deadline and body is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                    body = json.loads(response.read())
+            except OSError:
+                time.sleep(0.1)
+        assert body == {"status": "ok"}
+        proc.send_signal(stop_signal)
+        assert proc.wait(timeout=20) == 0
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert (tmp_path / "nod.db").exists()
