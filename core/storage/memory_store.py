@@ -4,6 +4,8 @@
 ``core.memory.document``), applies it to the newest version and saves with
 compare-and-swap. When another writer got there first it re-reads and re-applies, a
 bounded number of times with jittered back-off; it never overwrites a newer version.
+Writers in the same process queue on a per-owner lock first, so they do not burn each
+other's work in retries; the compare-and-swap still guards against other processes.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class MemoryStore:
         self._objects = objects
         self._clock = clock
         self._max_attempts = max_attempts
+        self._owner_locks: dict[int, asyncio.Lock] = {}
 
     async def load(self, owner_id: int) -> VersionedDocument:
         stored = await self._objects.get(owner_id, MEMORY_PATH)
@@ -54,6 +57,11 @@ class MemoryStore:
 
     async def update(self, owner_id: int, operation: Operation) -> VersionedDocument:
         """Apply ``operation`` to the newest document and save it, retrying lost races."""
+        lock = self._owner_locks.setdefault(owner_id, asyncio.Lock())
+        async with lock:
+            return await self._update_unlocked(owner_id, operation)
+
+    async def _update_unlocked(self, owner_id: int, operation: Operation) -> VersionedDocument:
         delay = 0.002
         for _attempt in range(self._max_attempts):
             current = await self.load(owner_id)

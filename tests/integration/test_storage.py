@@ -63,10 +63,11 @@ async def test_concurrent_migrations_do_not_collide(database_url: str) -> None:
 
 async def test_fifty_concurrent_writers_all_land(engine: AsyncEngine) -> None:
     owner = await _owner(engine)
-    store = MemoryStore(ObjectStore(engine), SystemClock())
-    start = (await store.load(owner)).version
-    await asyncio.gather(*(store.update(owner, _add(f"about/n{i}")) for i in range(50)))
-    final = await store.load(owner)
+    # one store per writer, as in separate workers: only the compare-and-swap keeps order
+    stores = [MemoryStore(ObjectStore(engine), SystemClock()) for _ in range(50)]
+    start = (await stores[0].load(owner)).version
+    await asyncio.gather(*(s.update(owner, _add(f"about/n{i}")) for i, s in enumerate(stores)))
+    final = await stores[0].load(owner)
     assert sorted(e.slug for e in final.document.entries) == sorted(f"n{i}" for i in range(50))
     assert final.version == start + 50
 

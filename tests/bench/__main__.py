@@ -1,0 +1,25 @@
+"""Benchmarks: ``python -m tests.bench storage``. Prints tables; asserts nothing.
+
+storage: load and compare-and-swap save of a full 256 KiB memory document (p50, p99),
+and the throughput of concurrent writers, on SQLite and (with NOD_TEST_POSTGRES_URL) on
+PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from tests.bench.storage import run_storage
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench")
+    parser.add_argument("suite", choices=["storage"])
+    parser.add_argument("--rounds", type=int, default=200)
+    args = parser.parse_args()
+    if args.suite == "storage":
+        asyncio.run(run_storage(args.rounds))
+
+
+main()

@@ -1,0 +1,45 @@
+"""The one secrets module: what it must catch and the ordinary text it must let through."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.secrets import find_secret
+
+SECRETS = [
+    ("card 4111 1111 1111 1111", "card number"),
+    ("card 4111-1111-1111-1111", "card number"),
+    ("5500005555555559 is my card", "card number"),
+    ("AKIAIOSFODNN7EXAMPLE", "key or token"),
+    ("key sk-proj-abcdefghijklmnopqrstuvwx123", "key or token"),
+    ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "key or token"),
+    ("xoxb-1234567890-abcdefghij", "key or token"),
+    ("sk_live_abcdefghijklmnop1234", "key or token"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIE...", "private key"),
+    ("Authorization: Bearer abcdef1234567890abcdef", "bearer token"),
+    ("my password is hunter2", "password"),
+    ("https://bob:pw@example.com/x", "link with a login"),
+    ("https://example.com/reset?token=abc", "link with a login"),
+    ("https://app.example.com/magic-link/AbCdEf0123456789xyz", "link with a login"),
+    ("use Zq8Lm2Xv9Rt4Kp7Wn3Bs6Hd1Fg5Jc0Ya", "key or token"),
+]
+
+ORDINARY = [
+    "My sister Ana lives in Porto",
+    "Call me at +351 912 345 678",
+    "The flight is on 2024-05-01 at 10:00",
+    "Order 1234567 arrives tomorrow",
+    "see https://example.com/recipes?page=2",
+    "internationalization-and-localization-guidelines-document",
+    "1111 1111 1111 1111",
+]
+
+
+@pytest.mark.parametrize(("text", "kind"), SECRETS)
+def test_secrets_are_found(text: str, kind: str) -> None:
+    assert find_secret(text) == kind
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_passes(text: str) -> None:
+    assert find_secret(text) is None

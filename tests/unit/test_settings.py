@@ -1,0 +1,43 @@
+"""Settings come from the environment and .env; enabled parts need their secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.settings import load_settings
+from core.errors import ConfigError
+
+
+def test_defaults_are_the_embedded_setup() -> None:
+    settings = load_settings({}, env_file=None)
+    assert settings.database_url == "sqlite+aiosqlite:///nod.db"
+    assert (settings.host, settings.port, settings.log_text) == ("127.0.0.1", 8080, False)
+
+
+def test_env_file_is_read_and_the_environment_wins(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("NOD_PORT=9000\nNOD_HOST=0.0.0.0\n")
+    settings = load_settings({"NOD_PORT": "9100"}, env_file=env_file)
+    assert (settings.host, settings.port) == ("0.0.0.0", 9100)
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"TELEGRAM_WEBHOOK_URL": "https://x", "TELEGRAM_BOT_TOKEN": "t"}, "TELEGRAM_WEBHOOK_SECRET"),
+        ({"TWILIO_ACCOUNT_SID": "AC1"}, "TWILIO_AUTH_TOKEN"),
+        ({"TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN": "a", "TWILIO_WHATSAPP_FROM": "w"}, "NOD_PUBLIC_URL"),
+        ({"NOD_AGENT_MODEL": "gpt"}, "OPENAI_API_KEY"),
+        ({"NOD_PORT": "eighty"}, "NOD_PORT"),
+    ],
+)
+def test_missing_or_bad_settings_name_the_variable(environ: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        load_settings(environ, env_file=None)
+
+
+def test_a_local_model_server_needs_no_key() -> None:
+    settings = load_settings({"NOD_AGENT_MODEL": "llama3", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, env_file=None)
+    assert settings.agent_model == "llama3"
