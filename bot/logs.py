@@ -17,5 +17,5 @@ def configure_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         force=True,
     )
-    for noisy in ("httpx", "aiosqlite", "asyncio"):
+    for noisy in ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -11,6 +11,7 @@ other's work in retries; the compare-and-swap still guards against other process
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from core.storage.objects import ObjectStore
 
 MEMORY_PATH = "memory/MEMORY.md"
 MAX_ATTEMPTS = 200
+log = logging.getLogger("nod.memory")
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,16 @@ class MemoryStore:
                     owner_id, MEMORY_PATH, body, current.version, self._clock.now()
                 )
             except StaleWrite:
+                log.debug("memory_cas_lost owner=%s version=%s", owner_id, current.version)
                 await asyncio.sleep(random.uniform(0, delay))
                 delay = min(delay * 2, 0.05)
                 continue
+            log.info(
+                "memory_saved owner=%s version=%s entries=%s bytes=%s",
+                owner_id, version, len(fitted.entries), len(body.encode("utf-8")),
+            )
             return VersionedDocument(fitted, version)
+        log.warning("memory_cas_gave_up owner=%s attempts=%s", owner_id, self._max_attempts)
         raise StaleWrite(
             f"The memory document kept changing; gave up after {self._max_attempts} attempts."
         )

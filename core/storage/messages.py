@@ -9,6 +9,7 @@ the old one stays stored but is no longer the conversation.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +28,7 @@ from core.secrets import contains_secret
 from core.storage.schema import messages, threads
 
 IMPORT_BATCH = 1_000
+log = logging.getLogger("nod.messages")
 
 
 class Role(str, Enum):
@@ -171,9 +173,16 @@ class MessageStore:
                         )
                     )
                 )
-                return Appended(_stored(existing.one()), created=False)
+                stored = _stored(existing.one())
+                log.info("message_redelivered owner=%s message=%s", stored.owner_id, stored.id)
+                return Appended(stored, created=False)
             row = (await conn.execute(select(messages).where(messages.c.id == new_id))).one()
-        return Appended(_stored(row), created=True)
+        stored = _stored(row)
+        log.info(
+            "message_stored owner=%s message=%s role=%s channel=%s secret=%s",
+            stored.owner_id, stored.id, stored.role.value, stored.channel, stored.secret,
+        )
+        return Appended(stored, created=True)
 
     async def append_many(self, owner_id: int, batch: Sequence[NewMessage]) -> int:
         """Store a batch in the active thread in one transaction; return how many were new."""
@@ -183,7 +192,9 @@ class MessageStore:
         rows = [_row_values(m, thread_id) for m in batch]
         async with self._engine.begin() as conn:
             result = await conn.execute(self._insert(conn).returning(messages.c.id), rows)
-            return len(result.all())
+            added = len(result.all())
+        log.info("messages_imported owner=%s new=%s lines=%s", owner_id, added, len(batch))
+        return added
 
     async def get(self, message_id: int) -> StoredMessage | None:
         async with self._engine.connect() as conn:

@@ -200,3 +200,15 @@ async def test_owners_and_identities(engine: AsyncEngine) -> None:
         await owners.add("carl", "Mars/Olympus", (), NOW)
     with pytest.raises(NotFound):
         await owners.by_name("nobody")
+
+
+async def test_log_lines_carry_ids_but_never_text(engine: AsyncEngine, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG")
+    owner = await _owner(engine)
+    stored = await MessageStore(engine, FixedClock(NOW)).append(
+        NewMessage(owner, Role.OWNER, "my sister Ana lives in Porto", "telegram", NOW, "x1"))
+    await MemoryStore(ObjectStore(engine), SystemClock()).update(owner, _add("people/sister"))
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("nod."))
+    assert f"message={stored.message.id}" in logged and f"owner={owner}" in logged
+    assert "memory_saved" in logged
+    assert "Ana" not in logged and "note people/sister" not in logged

@@ -41,3 +41,13 @@ def test_missing_or_bad_settings_name_the_variable(environ: dict[str, str], name
 def test_a_local_model_server_needs_no_key() -> None:
     settings = load_settings({"NOD_AGENT_MODEL": "llama3", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, env_file=None)
     assert settings.agent_model == "llama3"
+
+
+def test_logging_silences_libraries_that_would_log_sql_parameters() -> None:
+    import logging
+
+    from bot.logs import configure_logging
+
+    configure_logging("DEBUG")
+    assert logging.getLogger("aiosqlite").getEffectiveLevel() >= logging.WARNING
+    assert logging.getLogger("sqlalchemy.engine").getEffectiveLevel() >= logging.WARNING
