@@ -212,3 +212,14 @@ async def test_log_lines_carry_ids_but_never_text(engine: AsyncEngine, caplog: p
     assert f"message={stored.message.id}" in logged and f"owner={owner}" in logged
     assert "memory_saved" in logged
     assert "Ana" not in logged and "note people/sister" not in logged
+
+
+async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'wal.db'}")
+    try:
+        async with engine.connect() as conn:
+            mode = (await conn.execute(text("PRAGMA journal_mode"))).scalar()
+            timeout = (await conn.execute(text("PRAGMA busy_timeout"))).scalar()
+        assert (mode, timeout) == ("wal", 30_000)
+    finally:
+        await engine.dispose()
