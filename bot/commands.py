@@ -8,6 +8,7 @@ import sys
 from datetime import date, datetime
 from pathlib import Path
 from typing import TextIO
+from zoneinfo import ZoneInfo
 
 from bot.wiring import Services
 from core.errors import InvalidInput
@@ -46,8 +47,6 @@ async def owners_list(svc: Services) -> str:
 
 
 def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> NewMessage:
-    from zoneinfo import ZoneInfo
-
     try:
         data = json.loads(line)
         role = Role(data["role"])
