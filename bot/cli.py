@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     madd.add_argument("text")
     madd.add_argument("--abstract")
     madd.add_argument("--expires", metavar="DATE")
+    mimport = memory_sub.add_parser("import", help="save another assistant's answer as stated notes")
+    mimport.add_argument("--owner", required=True)
+    mimport.add_argument("file", type=Path)
     forget = memory_sub.add_parser("forget", help="delete a note and its archived versions")
     forget.add_argument("--owner", required=True)
     forget.add_argument("path", metavar="AREA/SLUG")
@@ -85,6 +88,7 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
             s, args.owner, args.path, args.text, args.abstract, args.expires
         ),
         ("memory", "forget"): lambda s: commands.memory_forget(s, args.owner, args.path),
+        ("memory", "import"): lambda s: commands.memory_import(s, args.owner, args.file),
     }
     return table[key]
 

@@ -145,3 +145,24 @@ async def memory_export(svc: Services, owner_name: str) -> str:
 
 def stderr_progress() -> TextIO:
     return sys.stderr
+
+
+async def memory_import(svc: Services, owner_name: str, path: Path) -> str:
+    from core.memory.importer import ImportResult, import_answer
+
+    owner = await svc.owners.by_name(owner_name)
+    try:
+        answer = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"Cannot read {path} as UTF-8 text.") from exc
+    outcome: list[ImportResult] = []
+
+    def change(doc: MemoryDocument) -> MemoryDocument:
+        outcome[:] = [import_answer(doc, answer, svc.clock.now())]
+        return outcome[0].document if outcome[0].saved else doc
+
+    await svc.memory.update(owner.id, change)
+    result = outcome[0]
+    lines = [f"Saved {len(result.saved)} notes, skipped {len(result.skipped)}."]
+    lines += [f"skipped ({why}): {preview}" for preview, why in result.skipped]
+    return "\n".join(lines)

@@ -7,6 +7,7 @@ transaction means the same thing on both backends.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sqlalchemy import event
@@ -27,10 +28,26 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode = WAL")
+    _set_wal(cursor)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
+
+
+def _set_wal(cursor: Any, attempts: int = 100) -> None:
+    """Switch to WAL; on a brand-new file several first connections race for that switch.
+
+    The switch needs an exclusive lock and SQLite may answer "locked" without waiting for
+    the busy timeout, so retry briefly. It happens once per database file: WAL persists.
+    """
+    for attempt in range(attempts):
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except Exception as exc:  # the adapted driver's OperationalError
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.02)
 
 
 def _sqlite_begin(connection: Any) -> None:

@@ -142,3 +142,16 @@ def test_run_serves_healthz_and_stops_cleanly(tmp_path: Path, stop_signal: int) 
         proc.kill()
         proc.wait()
     assert (tmp_path / "nod.db").exists()
+
+
+def test_memory_import_saves_stated_notes_and_is_idempotent(tmp_path: Path) -> None:
+    nod(tmp_path, "owners", "add", "ana")
+    answer = tmp_path / "answer.md"
+    answer.write_text("## People\n- Sister: Ana\n- password: hunter2\n## Lessons\n- Never book red-eye flights\n")
+    first = nod(tmp_path, "memory", "import", "--owner", "ana", str(answer))
+    assert first.returncode == 0 and first.stdout.startswith("Saved 2 notes, skipped 1.")
+    again = nod(tmp_path, "memory", "import", "--owner", "ana", str(answer))
+    assert again.stdout.startswith("Saved 0 notes, skipped 3.")
+    data = json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)
+    assert sorted((e["area"], e["text"], e["status"]) for e in data["entries"]) == [
+        ("lessons", "Never book red-eye flights", "stated"), ("people", "Sister: Ana", "stated")]

@@ -1,0 +1,90 @@
+"""Import from another assistant's answer: split pasted text into stated notes, no model.
+
+Each ``-`` line, or each line when the answer has no bullets, becomes a note in the area
+named by the heading above it (``## About you``, ``## Preferences``, ``## People``,
+``## Routines``, ``## Lessons``), or ``about`` otherwise. Notes already saved, lines over
+4,000 characters and text that looks like a secret are skipped, each with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+
+from core.memory import document as ops
+from core.memory.limits import MAX_SLUG, MAX_TEXT
+from core.memory.model import AREA_TITLES, MemoryDocument, Origin
+from core.secrets import find_secret
+
+_HEADING = re.compile(r"^#{1,6}\s+(.*)$")
+_BULLET = re.compile(r"^\s*[-*•]\s+(.*)$")
+_AREA_BY_TITLE = {title.lower(): area for area, title in AREA_TITLES.items()}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    area: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    document: MemoryDocument
+    saved: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]  # (first words of the line, why)
+
+
+def split_answer(answer: str) -> list[Candidate]:
+    lines = answer.splitlines()
+    has_bullets = any(_BULLET.match(line) for line in lines)
+    area, found = "about", []
+    for line in lines:
+        heading = _HEADING.match(line.strip())
+        if heading:
+            area = _AREA_BY_TITLE.get(heading.group(1).strip().lower(), "about")
+            continue
+        bullet = _BULLET.match(line)
+        text = bullet.group(1) if bullet else (line if not has_bullets else "")
+        if text.strip():
+            found.append(Candidate(area, text.strip()))
+    return found
+
+
+def normalized(text: str) -> str:
+    """Case, accents, punctuation and spacing folded: what "the same note" compares."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return " ".join(re.sub(r"[^\w\s]", " ", folded).split())
+
+
+def _slug(text: str, taken: set[str], area: str) -> str:
+    base = "-".join(normalized(text).split()[:6]).encode("ascii", "ignore").decode()
+    base = re.sub(r"[^a-z0-9-]", "", base).strip("-")[: MAX_SLUG - 4] or "note"
+    slug, n = base, 2
+    while f"{area}/{slug}" in taken:
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+def import_answer(doc: MemoryDocument, answer: str, now: datetime) -> ImportResult:
+    known = {normalized(e.text) for e in doc.entries}
+    taken = {e.path for e in doc.entries}
+    saved: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for candidate in split_answer(answer):
+        preview = " ".join(candidate.text.split()[:6])
+        if len(candidate.text) > MAX_TEXT:
+            skipped.append((preview, "over 4,000 characters"))
+        elif find_secret(candidate.text):
+            skipped.append((preview, "looks like a secret"))
+        elif normalized(candidate.text) in known:
+            skipped.append((preview, "already saved"))
+        else:
+            path = f"{candidate.area}/{_slug(candidate.text, taken, candidate.area)}"
+            doc = ops.add_entry(doc, ops.make_entry(path, candidate.text, origin=Origin.STATED, now=now))
+            known.add(normalized(candidate.text))
+            taken.add(path)
+            saved.append(path)
+    return ImportResult(doc, tuple(saved), tuple(skipped))
