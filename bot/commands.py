@@ -14,9 +14,11 @@ from bot.wiring import Services
 from core.errors import InvalidInput
 from core.memory import document as memory_ops
 from core.memory.codec import to_json
+from core.memory.importer import ImportResult, import_answer
 from core.memory.model import MemoryDocument, Origin
 from core.memory.render import label_of, render_export
 from core.storage.messages import IMPORT_BATCH, NewMessage, Role
+from core.secrets import find_secret
 from core.storage.owners import Identity
 
 IMPORT_CHANNEL = "import"
@@ -108,8 +110,6 @@ async def memory_show(svc: Services, owner_name: str, as_json: bool) -> str:
 async def memory_add(
     svc: Services, owner_name: str, path: str, text: str, abstract: str | None, expires: str | None
 ) -> str:
-    from core.secrets import find_secret
-
     owner = await svc.owners.by_name(owner_name)
     kind = find_secret(text) or (find_secret(abstract) if abstract else None)
     if kind:
@@ -148,8 +148,6 @@ def stderr_progress() -> TextIO:
 
 
 async def memory_import(svc: Services, owner_name: str, path: Path) -> str:
-    from core.memory.importer import ImportResult, import_answer
-
     owner = await svc.owners.by_name(owner_name)
     try:
         answer = path.read_text(encoding="utf-8")

@@ -168,9 +168,7 @@ def forget(doc: MemoryDocument, path: str) -> MemoryDocument:
     """Delete the entry and all its archived versions: nothing of it stays anywhere."""
     paths = _version_paths(doc, path)
     entries = tuple(e for e in doc.entries if e.path != path)
-    kept = tuple(
-        r for r in doc.archive if r.entry.path not in paths and r.replaced_by not in paths
-    )
+    kept = tuple(r for r in doc.archive if r.entry.path not in paths)
     if len(entries) == len(doc.entries) and len(kept) == len(doc.archive):
         raise NotFound(f"No memory entry at {path}.")
     return _with(doc, entries=entries, archive=kept)
