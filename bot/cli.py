@@ -69,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     forget = memory_sub.add_parser("forget", help="delete a note and its archived versions")
     forget.add_argument("--owner", required=True)
     forget.add_argument("path", metavar="AREA/SLUG")
+    tool = sub.add_parser("tool", help="run one read-only agent tool and print its JSON result")
+    tool.add_argument("--owner", required=True)
+    tool.add_argument("--batch", action="store_true", help="read JSON Lines {tool, args} on standard input")
+    tool.add_argument("tool", nargs="?", help="memory_read, memory_find or history_search")
+    tool.add_argument("args", nargs="?", default="{}", metavar="JSON-ARGS")
     return parser
 
 
@@ -89,17 +94,26 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
         ),
         ("memory", "forget"): lambda s: commands.memory_forget(s, args.owner, args.path),
         ("memory", "import"): lambda s: commands.memory_import(s, args.owner, args.file),
+        ("tool", None): lambda s: (
+            commands.tool_batch(s, args.owner, sys.stdin, sys.stdout) if args.batch
+            else commands.tool_run(s, args.owner, args.tool, args.args)
+        ),
     }
     return table[key]
 
 
 async def _run_action(settings: Settings, action: Callable[[Services], Awaitable[str]]) -> None:
     async with services(settings) as svc:
-        print(await action(svc))
+        output = await action(svc)
+    if output:
+        print(output)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "tool" and not args.batch and not args.tool:
+        parser.error("nod tool needs a TOOL name, or --batch")
     try:
         settings = load_settings()
         configure_logging(settings.log_level)

@@ -7,7 +7,7 @@ import json
 import sys
 from datetime import date, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
 from bot.wiring import Services
@@ -164,3 +164,37 @@ async def memory_import(svc: Services, owner_name: str, path: Path) -> str:
     lines = [f"Saved {len(result.saved)} notes, skipped {len(result.skipped)}."]
     lines += [f"skipped ({why}): {preview}" for preview, why in result.skipped]
     return "\n".join(lines)
+
+
+def _json_args(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"The tool's arguments are not JSON: {exc.msg} at character {exc.pos}.") from exc
+
+
+async def tool_run(svc: Services, owner_name: str, tool: str, raw_args: str) -> str:
+    """One tool call as the agent makes it; a tool error is a refused action (exit 1)."""
+    owner = await svc.owners.by_name(owner_name)
+    result = await svc.tools.run(owner, tool, _json_args(raw_args))
+    if set(result) == {"error"}:
+        raise InvalidInput(result["error"])
+    return json.dumps(result, ensure_ascii=False)
+
+
+async def tool_batch(svc: Services, owner_name: str, lines: TextIO, out: TextIO) -> str:
+    """JSON Lines ``{"tool", "args"}`` in, one JSON result a line out, in order."""
+    owner = await svc.owners.by_name(owner_name)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            call = json.loads(line)
+            name, args = call["tool"], call.get("args", {})
+        except (ValueError, KeyError, TypeError):
+            result: dict[str, Any] = {"error": f"Line {number} is not {{\"tool\": ..., \"args\": {{...}}}}."}
+        else:
+            result = await svc.tools.run(owner, str(name), args)
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        out.flush()
+    return ""

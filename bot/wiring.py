@@ -10,12 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.settings import Settings
 from core.clock import Clock, SystemClock
+from core.history.search import HistorySearch
 from core.storage.database import create_engine
 from core.storage.memory_store import MemoryStore
 from core.storage.messages import MessageStore
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.storage.owners import OwnerStore
+from core.tools.reading import ReadTools
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Services:
     owners: OwnerStore
     messages: MessageStore
     memory: MemoryStore
+    tools: ReadTools
 
 
 @asynccontextmanager
@@ -34,12 +37,15 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
     clock = clock or SystemClock()
     try:
         await migrate(engine)
+        messages = MessageStore(engine, clock)
+        memory = MemoryStore(ObjectStore(engine), clock)
         yield Services(
             engine=engine,
             clock=clock,
             owners=OwnerStore(engine),
-            messages=MessageStore(engine, clock),
-            memory=MemoryStore(ObjectStore(engine), clock),
+            messages=messages,
+            memory=memory,
+            tools=ReadTools(memory, messages, HistorySearch(engine, messages)),
         )
     finally:
         await engine.dispose()

@@ -1,8 +1,10 @@
-"""Benchmarks: ``python -m tests.bench storage``. Prints tables; asserts nothing.
+"""Benchmarks: ``python -m tests.bench storage|locomo``. Prints tables; asserts nothing.
 
 storage: load and compare-and-swap save of a full 256 KiB memory document (p50, p99),
 and the throughput of concurrent writers, on SQLite and (with NOD_TEST_POSTGRES_URL) on
 PostgreSQL.
+
+locomo: history_search retrieval quality on LoCoMo (R@k, All@10, MRR by category).
 """
 
 from __future__ import annotations
@@ -10,16 +12,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from tests.bench.locomo import SPLITS, run_locomo
 from tests.bench.storage import run_storage
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
-    parser.add_argument("suite", choices=["storage"])
+    parser.add_argument("suite", choices=["storage", "locomo"])
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
     args = parser.parse_args()
     if args.suite == "storage":
         asyncio.run(run_storage(args.rounds))
+    elif args.suite == "locomo":
+        asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split]))
 
 
 main()

@@ -1,0 +1,1 @@
+"""Searching and reading the conversation itself."""

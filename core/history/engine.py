@@ -1,0 +1,173 @@
+"""The full-text queries, one per backend, behind one set of functions.
+
+SQLite answers with FTS5 (``porter unicode61 remove_diacritics 2``) ranked by BM25;
+PostgreSQL with an english ``tsvector`` and a GIN index, ranked by ``ts_rank_cd``. Both
+index a message's own words and, as a second, lower-weighted field, the words of the
+messages just before and after it (migration 3 keeps that field current).
+Everything above this module is backend-neutral: it passes a scope (the thread, the
+snapshot id, the dates) and the query's words, and gets back ids, scores and rows. The
+words are bound as parameters and, for FTS5, each is quoted as a phrase, so nothing the
+owner typed is ever read as query syntax. Ties are broken by id so that every ordering is
+total and paging is stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, column, func, literal_column, select, table, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from core.storage.schema import messages
+
+_fts = table("search_fts", column("rowid"))
+CONTEXT_WEIGHT = 0.4  # the neighbours' words count this much of the message's own
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which messages a search may see: one thread, up to a snapshot id, within dates."""
+
+    thread_id: int
+    snapshot: int
+    start: datetime | None = None
+    end: datetime | None = None
+    before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: int
+    role: str
+    text: str
+    score: float
+
+
+def _scope_filter(scope: Scope) -> ColumnElement[bool]:
+    conditions = [
+        messages.c.thread_id == scope.thread_id,
+        messages.c.id <= scope.snapshot,
+        messages.c.role != "tool",
+    ]
+    if scope.start is not None:
+        conditions.append(messages.c.sent_at >= scope.start)
+    if scope.end is not None:
+        conditions.append(messages.c.sent_at < scope.end)
+    if scope.before is not None:
+        conditions.append(messages.c.sent_at < scope.before)
+    return and_(*conditions)
+
+
+def fts5_match(terms: Sequence[str]) -> str:
+    """An FTS5 query matching any of the words, each quoted so it is only ever a word."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def tsquery_any(terms: Sequence[str]) -> ColumnElement[Any]:
+    parts = [func.plainto_tsquery("english", term) for term in terms]
+    combined: ColumnElement[Any] = parts[0]
+    for part in parts[1:]:
+        combined = combined.op("||")(part)
+    return combined
+
+
+def _matching(conn: AsyncConnection, terms: Sequence[str], scope: Scope, *columns: Any) -> Select[Any]:
+    """SELECT ``columns`` plus a relevance score over the messages matching any word."""
+    if conn.dialect.name == "sqlite":
+        bm25 = func.bm25(literal_column("search_fts"), 1.0, CONTEXT_WEIGHT)
+        return (
+            select(*columns, (-bm25).label("score"))
+            .select_from(_fts.join(messages, messages.c.id == _fts.c.rowid))
+            .where(text("search_fts MATCH :match").bindparams(match=fts5_match(terms)))
+            .where(_scope_filter(scope))
+        )
+    query = tsquery_any(terms)
+    vector = literal_column("messages.search_tsv")
+    weights = literal_column(f"'{{0.1, 0.2, {CONTEXT_WEIGHT}, 1.0}}'::float4[]")  # D, C, B (context), A (text)
+    score = func.ts_rank_cd(weights, vector, query).label("score")
+    return select(*columns, score).where(vector.op("@@")(query)).where(_scope_filter(scope))
+
+
+async def snapshot(conn: AsyncConnection, thread_id: int) -> int:
+    query = select(func.coalesce(func.max(messages.c.id), 0)).where(messages.c.thread_id == thread_id)
+    return int((await conn.execute(query)).scalar_one())
+
+
+async def count_matches(conn: AsyncConnection, terms: Sequence[str], scope: Scope) -> int:
+    inner = _matching(conn, terms, scope, messages.c.id).subquery()
+    return int((await conn.execute(select(func.count()).select_from(inner))).scalar_one())
+
+
+async def ranked(
+    conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0
+) -> list[Hit]:
+    """Matches, best first, by the backend's own relevance score."""
+    query = _matching(conn, terms, scope, messages.c.id, messages.c.role, messages.c.text)
+    query = query.order_by(literal_column("score").desc(), messages.c.id).limit(limit).offset(offset)
+    rows = await conn.execute(query)
+    return [Hit(r.id, r.role, r.text, float(r.score)) for r in rows]
+
+
+async def newest(
+    conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int
+) -> list[int]:
+    query = _matching(conn, terms, scope, messages.c.id)
+    query = query.order_by(messages.c.sent_at.desc(), messages.c.id.desc()).limit(limit).offset(offset)
+    return [r.id for r in await conn.execute(query)]
+
+
+async def count_period(conn: AsyncConnection, scope: Scope) -> int:
+    query = select(func.count()).select_from(messages).where(_scope_filter(scope))
+    return int((await conn.execute(query)).scalar_one())
+
+
+async def period(conn: AsyncConnection, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]:
+    """A period's messages in time order (oldest first unless ``newest_first``)."""
+    keys = (messages.c.sent_at.desc(), messages.c.id.desc()) if newest_first else (messages.c.sent_at, messages.c.id)
+    query = select(messages.c.id).where(_scope_filter(scope)).order_by(*keys).limit(limit).offset(offset)
+    return [r.id for r in await conn.execute(query)]
+
+
+def _step(thread_id: int, anchor: Any, later: bool, skip: int) -> Any:
+    """The id of the message ``skip + 1`` places before or after ``anchor`` in the thread."""
+    other = messages.alias()
+    direction = other.c.id > anchor if later else other.c.id < anchor
+    ordering = other.c.id if later else other.c.id.desc()
+    return (
+        select(other.c.id)
+        .where(and_(other.c.thread_id == thread_id, other.c.role != "tool", direction))
+        .order_by(ordering)
+        .limit(1)
+        .offset(skip)
+        .scalar_subquery()
+    )
+
+
+async def neighbours(
+    conn: AsyncConnection, thread_id: int, ids: Sequence[int], reach: int
+) -> dict[int, tuple[int | None, ...]]:
+    """For each id, the ids ``reach`` places before it and after it in the thread.
+
+    The tuple is (before_reach, …, before_1, after_1, …, after_reach); None past either end.
+    """
+    if not ids:
+        return {}
+    steps = [_step(thread_id, messages.c.id, False, skip).label(f"b{skip}") for skip in reversed(range(reach))]
+    steps += [_step(thread_id, messages.c.id, True, skip).label(f"a{skip}") for skip in range(reach)]
+    query = select(messages.c.id, *steps).where(messages.c.id.in_(list(ids)))
+    rows = await conn.execute(query)
+    return {row[0]: tuple(row[1:]) for row in rows}
+
+
+async def window(conn: AsyncConnection, thread_id: int, message_id: int, each_side: int) -> list[int]:
+    """The message and up to ``each_side`` messages on either side, in thread order."""
+    base = and_(messages.c.thread_id == thread_id, messages.c.role != "tool")
+    earlier = select(messages.c.id).where(base, messages.c.id < message_id).order_by(messages.c.id.desc()).limit(each_side)
+    later = select(messages.c.id).where(base, messages.c.id > message_id).order_by(messages.c.id).limit(each_side)
+    found = [r.id for r in await conn.execute(earlier)] + [r.id for r in await conn.execute(later)]
+    return sorted([*found, message_id])
+
+

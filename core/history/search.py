@@ -1,0 +1,165 @@
+"""history_search: the conversation itself, searched the way the specification says.
+
+Every search reads only the owner's active thread (a reset conversation is not searched,
+another owner's messages are never in it) and only up to a snapshot id fixed by the first
+page. Three shapes share one result format: ``around`` (a message and its five
+neighbours each side), a period listing (no query: oldest first, or newest), and a word
+search (best first, or newest). Each result carries its date in the owner's time zone,
+its text cut at 1,200 characters and marked ``truncated``, and the message before and
+after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from core.errors import InvalidInput, NotFound
+from core.history import engine as sql
+from core.history.cursor import Cursor, decode, encode, fingerprint
+from core.history.ranking import NEIGHBOUR_REACH, WINDOW, rerank
+from core.history.request import Order, SearchRequest, parse_request
+from core.storage.messages import MessageStore, StoredMessage
+from core.storage.owners import Owner
+from core.text import QueryTerms, query_terms, words
+
+MAX_RESULT_CHARS = 1_200
+MAX_NEIGHBOUR_CHARS = 300
+AROUND_EACH_SIDE = 5
+
+
+@dataclass(frozen=True)
+class Page:
+    ids: tuple[int, ...]
+    total: int
+    next_offset: int | None  # None when the list is complete
+
+
+def cut(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` at most ``limit`` characters, ending on a word where one is near."""
+    if len(text) <= limit:
+        return text, False
+    head = text[:limit]
+    space = head.rfind(" ", limit - 80)
+    return (head[:space] if space > 0 else head).rstrip() + "…", True
+
+
+class HistorySearch:
+    def __init__(self, engine: AsyncEngine, messages: MessageStore) -> None:
+        self._engine = engine
+        self._messages = messages
+
+    async def search(self, owner: Owner, args: dict[str, Any]) -> dict[str, Any]:
+        """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
+        request = parse_request(args, owner.zone)
+        thread_id = await self._messages.active_thread(owner.id)
+        if request.around is not None:
+            return await self._around(owner, thread_id, request.around)
+        terms = self._terms(owner, request)
+        search_print = fingerprint({
+            "owner": owner.id, "thread": thread_id, "terms": terms.terms if terms else None,
+            "from": request.start, "to": request.end, "before": request.before, "order": request.order.value,
+        })
+        cursor = decode(request.cursor, search_print) if request.cursor else None
+        async with self._engine.connect() as conn:
+            snap = cursor.snapshot if cursor else await sql.snapshot(conn, thread_id)
+            scope = sql.Scope(thread_id, snap, request.start, request.end, request.before)
+            page = await _page(conn, scope, request, terms, owner, cursor.offset if cursor else 0)
+        next_cursor = encode(Cursor(search_print, page.next_offset, snap)) if page.next_offset is not None else None
+        results = await self._results(owner, thread_id, page.ids, with_neighbours=True)
+        answer: dict[str, Any] = {
+            "results": results, "totalMatches": page.total, "nextCursor": next_cursor,
+            "complete": next_cursor is None,
+        }
+        if terms and terms.dropped:
+            answer["note"] = f"Only the first {len(terms.terms)} distinct words were searched."
+        return answer
+
+    def _terms(self, owner: Owner, request: SearchRequest) -> QueryTerms | None:
+        if request.query is None:
+            return None
+        terms = query_terms(request.query, ignore=frozenset(words(owner.name)))
+        if not terms.terms:
+            raise InvalidInput("The query has no words to search for; use words from the messages.")
+        return terms
+
+    async def _around(self, owner: Owner, thread_id: int, message_id: int) -> dict[str, Any]:
+        found = await self._messages.get(message_id)
+        if found is None or found.thread_id != thread_id or found.role.value == "tool":
+            raise NotFound(f"Message {message_id} is not in this conversation.")
+        async with self._engine.connect() as conn:
+            ids = await sql.window(conn, thread_id, message_id, AROUND_EACH_SIDE)
+        results = await self._results(owner, thread_id, ids, with_neighbours=False)
+        return {"results": results, "totalMatches": len(results), "nextCursor": None, "complete": True}
+
+    async def _results(
+        self, owner: Owner, thread_id: int, ids: Sequence[int], with_neighbours: bool
+    ) -> list[dict[str, Any]]:
+        near: dict[int, tuple[int | None, ...]] = {}
+        if with_neighbours and ids:
+            async with self._engine.connect() as conn:
+                near = await sql.neighbours(conn, thread_id, ids, 1)
+        wanted = set(ids) | {n for pair in near.values() for n in pair if n is not None}
+        stored = await self._messages.get_many(wanted)
+        results = []
+        for message_id in ids:
+            result = _render(owner, stored[message_id], MAX_RESULT_CHARS)
+            if with_neighbours:
+                before, after = near.get(message_id, (None, None))
+                result["before"] = _render(owner, stored[before], MAX_NEIGHBOUR_CHARS) if before else None
+                result["after"] = _render(owner, stored[after], MAX_NEIGHBOUR_CHARS) if after else None
+            results.append(result)
+        return results
+
+
+def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:
+    text, truncated = cut(message.text, limit)
+    rendered: dict[str, Any] = {
+        "id": message.id, "role": message.role.value,
+        "sent_at": message.sent_at.astimezone(owner.zone).isoformat(timespec="seconds"),
+        "text": text,
+    }
+    if truncated:
+        rendered["truncated"] = True
+    for flag in ("card_title", "forwarded", "attachment"):
+        if getattr(message, flag):
+            rendered[flag] = True
+    return rendered
+
+
+async def _page(
+    conn: AsyncConnection, scope: sql.Scope, request: SearchRequest, terms: QueryTerms | None,
+    owner: Owner, offset: int,
+) -> Page:
+    limit = request.limit
+    if terms is None:
+        total = await sql.count_period(conn, scope)
+        ids = await sql.period(conn, scope, request.order is Order.NEWEST, limit, offset)
+    else:
+        total = await sql.count_matches(conn, terms.terms, scope)
+        if request.order is Order.NEWEST:
+            ids = await sql.newest(conn, terms.terms, scope, limit, offset)
+        else:
+            named = bool(set(words(owner.name)) & set(words(request.query or "")))
+            ids = await _relevance(conn, scope, terms, named, limit, offset)
+    end = offset + len(ids)
+    return Page(tuple(ids), total, end if end < total and ids else None)
+
+
+async def _relevance(
+    conn: AsyncConnection, scope: sql.Scope, terms: QueryTerms, owner_named: bool, limit: int, offset: int
+) -> list[int]:
+    """One page of the relevance order: the re-ranked window first, then the backend's order."""
+    if offset >= WINDOW:
+        return [h.id for h in await sql.ranked(conn, terms.terms, scope, limit, offset)]
+    hits = await sql.ranked(conn, terms.terms, scope, WINDOW)
+    around = await sql.neighbours(conn, scope.thread_id, [h.id for h in hits], NEIGHBOUR_REACH)
+    ordered = rerank(hits, terms.stems, around, owner_named)
+    ids = ordered[offset : offset + limit]
+    if len(ids) < limit and len(hits) == WINDOW:
+        more = await sql.ranked(conn, terms.terms, scope, limit - len(ids), WINDOW)
+        ids += [h.id for h in more]
+    return ids

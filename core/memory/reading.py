@@ -1,0 +1,131 @@
+"""memory_read and memory_find: how the agent looks into memory beyond the index.
+
+``memory_read area`` lists an area; ``memory_read area/slug`` shows one entry with its
+status, label, origin and sources. The agent receives only the saved support quote,
+never the whole source message, and only while the quote still matches an owner
+message it came from: an edited or deleted source hides it. ``memory_find`` is a plain
+keyword match over slug, abstract and text, in any word form, ranked by how rare the
+shared words are; no model and no embeddings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+from core.errors import InvalidInput, NotFound
+from core.memory.model import AREAS, Entry, MemoryDocument
+from core.memory.quotes import quote_matches
+from core.memory.render import label_of
+from core.storage.messages import Role, StoredMessage
+from core.text import query_terms, stems
+
+MAX_FOUND = 20
+_FIELD_WEIGHTS = (("slug", 2.0), ("abstract", 1.5), ("text", 1.0))
+
+
+class MessageLookup(Protocol):
+    async def get_many(self, ids: Iterable[int]) -> Mapping[int, StoredMessage]: ...
+
+
+def _areas_hint() -> str:
+    return "Areas: " + ", ".join(AREAS) + "."
+
+
+def _summary(entry: Entry) -> str:
+    if entry.abstract:
+        return entry.abstract
+    lines = entry.text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def read_area(doc: MemoryDocument, area: str) -> dict[str, Any]:
+    entries = [
+        {"path": e.path, "summary": _summary(e), "status": e.status.value, "label": label_of(e)}
+        for e in doc.in_area(area)
+    ]
+    return {"area": area, "entries": entries, "count": len(entries)}
+
+
+async def read_entry(
+    doc: MemoryDocument, path: str, owner_id: int, zone: ZoneInfo, lookup: MessageLookup
+) -> dict[str, Any]:
+    entry = doc.get(path)
+    if entry is None:
+        raise NotFound(f"No note at {path}; read the area `{path.split('/')[0]}` to see its notes.")
+    sources = await lookup.get_many(entry.source_ids)
+    owned = {i: m for i, m in sources.items() if m.owner_id == owner_id and m.role is Role.OWNER}
+    quote = next(
+        (ev.quote for ev in entry.evidence
+         if ev.quote and ev.message_id in owned and quote_matches(ev.quote, owned[ev.message_id].text)),
+        None,
+    )
+    shown: dict[str, Any] = {
+        "path": entry.path, "text": entry.text, "abstract": entry.abstract,
+        "status": entry.status.value, "label": label_of(entry), "origin": entry.origin.value,
+        "sources": [
+            {"id": i, "sent_at": owned[i].sent_at.astimezone(zone).isoformat(timespec="seconds") if i in owned else None}
+            for i in entry.source_ids
+        ],
+        "evidence_count": len(entry.source_ids),
+        "quote": quote,
+    }
+    details = {
+        "kind": entry.kind, "entities": list(entry.entities) or None,
+        "event_date": entry.event_date, "valid_from": entry.valid_from, "valid_to": entry.valid_to,
+        "expires": entry.expires,
+    }
+    shown.update({k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in details.items() if v})
+    return shown
+
+
+async def memory_read(
+    doc: MemoryDocument, path: Any, owner_id: int, zone: ZoneInfo, lookup: MessageLookup
+) -> dict[str, Any]:
+    """The tool: an area's list or one entry; a clear error naming the areas otherwise."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInput("memory_read needs `path`: an area or area/slug. " + _areas_hint())
+    path = path.strip().strip("/")
+    area = path.split("/", 1)[0]
+    if area not in AREAS:
+        raise InvalidInput(f"There is no memory area {area!r}. " + _areas_hint())
+    if "/" not in path:
+        return read_area(doc, area)
+    return await read_entry(doc, path, owner_id, zone, lookup)
+
+
+def _field_stems(entry: Entry) -> dict[str, frozenset[str]]:
+    return {
+        "slug": stems(entry.slug.replace("-", " ").replace("_", " ")),
+        "abstract": stems(entry.abstract or ""),
+        "text": stems(entry.text),
+    }
+
+
+def memory_find(doc: MemoryDocument, words: Any) -> dict[str, Any]:
+    """Entries sharing words with ``words`` (any word form), rarest shared words first."""
+    if not isinstance(words, str) or not words.strip():
+        raise InvalidInput("memory_find needs `words`: the words to look for.")
+    wanted = query_terms(words).stems
+    if not wanted:
+        raise InvalidInput("memory_find needs at least one word to look for.")
+    fields = {e.path: _field_stems(e) for e in doc.entries}
+    frequency = Counter(s for f in fields.values() for s in set().union(*f.values()) & wanted)
+    total = len(doc.entries)
+    scored = []
+    for entry in doc.entries:
+        score = sum(
+            weight * math.log(1 + total / frequency[s])
+            for name, weight in _FIELD_WEIGHTS for s in fields[entry.path][name] & wanted
+        )
+        if score > 0:
+            scored.append((score, entry))
+    scored.sort(key=lambda pair: (-pair[0], pair[1].path))
+    found = [
+        {"path": e.path, "text": e.text, "status": e.status.value, "label": label_of(e)}
+        for _, e in scored[:MAX_FOUND]
+    ]
+    return {"results": found, "count": len(scored)}

@@ -1,0 +1,84 @@
+"""Words as search sees them: one tokenizer and one stemmer for every keyword match.
+
+history_search, memory_find and the related-messages lookup all match "any of its
+words, in any word form". They share this module so that a word the owner typed is cut,
+folded and stemmed the same way everywhere. The stemmer is Porter's (snowballstemmer),
+the same algorithm as SQLite FTS5's ``porter`` tokenizer, so a Python-side check of
+which words a message shares with a query agrees with what the database matched.
+Stop words carry no topic; a query made only of them keeps them rather than becoming
+empty.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
+
+MAX_QUERY_TERMS = 32  # a pasted essay still becomes a bounded query
+MAX_TERM_CHARS = 64  # longer "words" are noise (hashes, base64) and are cut
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could d did do does doing down during each
+    ever few for from further get got had has have having he her here hers herself him
+    himself his how i if in into is it its itself just kind ll m many may me might more
+    most much must my myself no nor not now o of off on once one ones only or other our
+    ours ourselves out over own re s same shall she should so some something such t than
+    that the their theirs them themselves then there these they thing things this those
+    through to too under until up us ve very was we were what when where which while who
+    whom why will with would y you your yours yourself yourselves""".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> snowballstemmer.stemmer:  # built on first use, never at import
+    return snowballstemmer.stemmer("porter")
+
+
+def fold(word: str) -> str:
+    """Lower case without accents, as FTS5's ``remove_diacritics 2`` folds."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def words(text: str) -> list[str]:
+    """The folded words of a text, in order, each cut to a bounded length."""
+    folded = text.lower() if text.isascii() else fold(text)
+    return [w[:MAX_TERM_CHARS] for w in _WORD.findall(folded)]
+
+
+@lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    return str(_stemmer().stemWord(word))
+
+
+def stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in set(words(text)))
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """The words a query searches for, and which stems they stand for."""
+
+    terms: tuple[str, ...]
+    dropped: int  # words left out because the query had more than MAX_QUERY_TERMS
+
+    @property
+    def stems(self) -> frozenset[str]:
+        return frozenset(stem(t) for t in self.terms)
+
+
+def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> QueryTerms:
+    """Distinct topical words of a query; stop words and ``ignore`` only when nothing else is left."""
+    distinct = list(dict.fromkeys(w for w in words(text) if w))
+    topical = [w for w in distinct if w not in STOP_WORDS and w not in ignore]
+    if not topical:
+        topical = [w for w in distinct if w not in STOP_WORDS] or distinct
+    kept = topical[:MAX_QUERY_TERMS]
+    return QueryTerms(tuple(kept), dropped=len(topical) - len(kept))

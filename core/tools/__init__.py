@@ -1,0 +1,1 @@
+"""The agent's tools, each a plain async function over the stores."""
