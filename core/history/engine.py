@@ -3,7 +3,7 @@
 SQLite answers with FTS5 (``porter unicode61 remove_diacritics 2``) ranked by BM25;
 PostgreSQL with an english ``tsvector`` and a GIN index, ranked by ``ts_rank_cd``. Both
 index a message's own words and, as a second, lower-weighted field, the words of the
-messages just before and after it (migration 3 keeps that field current).
+message just before it (migration 3 writes that field as each message arrives).
 Everything above this module is backend-neutral: it passes a scope (the thread, the
 snapshot id, the dates) and the query's words, and gets back ids, scores and rows. The
 words are bound as parameters and, for FTS5, each is quoted as a phrase, so nothing the
@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from core.storage.schema import messages
 
 _fts = table("search_fts", column("rowid"))
-CONTEXT_WEIGHT = 0.4  # the neighbours' words count this much of the message's own
+CONTEXT_WEIGHT = 0.4  # the previous message's words count this much of the message's own
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from core.history.ranking import NEIGHBOUR_REACH, WINDOW, rerank
 from core.history.request import Order, SearchRequest, parse_request
 from core.storage.messages import MessageStore, StoredMessage
 from core.storage.owners import Owner
-from core.text import QueryTerms, query_terms, words
+from core.text import QueryTerms, query_terms, stems, words
 
 MAX_RESULT_CHARS = 1_200
 MAX_NEIGHBOUR_CHARS = 300
@@ -69,7 +69,7 @@ class HistorySearch:
             scope = sql.Scope(thread_id, snap, request.start, request.end, request.before)
             page = await _page(conn, scope, request, terms, owner, cursor.offset if cursor else 0)
         next_cursor = encode(Cursor(search_print, page.next_offset, snap)) if page.next_offset is not None else None
-        results = await self._results(owner, thread_id, page.ids, with_neighbours=True)
+        results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None)
         answer: dict[str, Any] = {
             "results": results, "totalMatches": page.total, "nextCursor": next_cursor,
             "complete": next_cursor is None,
@@ -92,11 +92,12 @@ class HistorySearch:
             raise NotFound(f"Message {message_id} is not in this conversation.")
         async with self._engine.connect() as conn:
             ids = await sql.window(conn, thread_id, message_id, AROUND_EACH_SIDE)
-        results = await self._results(owner, thread_id, ids, with_neighbours=False)
+        results = await self._results(owner, thread_id, ids, False, None)
         return {"results": results, "totalMatches": len(results), "nextCursor": None, "complete": True}
 
     async def _results(
-        self, owner: Owner, thread_id: int, ids: Sequence[int], with_neighbours: bool
+        self, owner: Owner, thread_id: int, ids: Sequence[int], with_neighbours: bool,
+        query_stems: frozenset[str] | None,
     ) -> list[dict[str, Any]]:
         near: dict[int, tuple[int | None, ...]] = {}
         if with_neighbours and ids:
@@ -107,6 +108,8 @@ class HistorySearch:
         results = []
         for message_id in ids:
             result = _render(owner, stored[message_id], MAX_RESULT_CHARS)
+            if query_stems and not query_stems & stems(stored[message_id].text):
+                result["matched_by"] = "previous message"  # found by the words just before it
             if with_neighbours:
                 before, after = near.get(message_id, (None, None))
                 result["before"] = _render(owner, stored[before], MAX_NEIGHBOUR_CHARS) if before else None

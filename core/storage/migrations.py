@@ -157,68 +157,39 @@ _POSTGRESQL_1 = (
 _THREAD_ORDER = ("CREATE INDEX messages_thread_id ON messages (thread_id, id)",)
 
 # history_search matches a message by its own words and, weighted lower, by the words of
-# the messages just before and after it (an answer is found by its question). Each
-# backend keeps that "context" in its own index, updated as each message arrives: the
-# new message takes the previous one as context and the previous one gains the new one.
-_PREVIOUS = (
-    "FROM messages p WHERE p.thread_id = new.thread_id AND p.id < new.id AND p.role != 'tool' "
-    "ORDER BY p.id DESC LIMIT 1"
-)
-_BEFORE_PREVIOUS = (
-    "coalesce((SELECT q.text FROM messages q WHERE q.thread_id = p.thread_id AND q.id < p.id "
-    "AND q.role != 'tool' ORDER BY q.id DESC LIMIT 1), '')"
-)
+# the message just before it, so an answer ("yes, in June") is found by its question.
+# Only the previous message counts: a message's context is then fixed when it is
+# written, so a search's snapshot stays exact while the conversation goes on.
 _SQLITE_3 = (
     """CREATE VIRTUAL TABLE search_fts USING fts5(
         text, context, content='', tokenize='porter unicode61 remove_diacritics 2')""",
     """INSERT INTO search_fts (rowid, text, context)
-        SELECT id, text, coalesce(lag(text) OVER w, '') || ' ' || coalesce(lead(text) OVER w, '')
-        FROM messages WHERE role != 'tool'
-        WINDOW w AS (PARTITION BY thread_id ORDER BY id)""",
-    f"""CREATE TRIGGER search_fts_insert AFTER INSERT ON messages WHEN new.role != 'tool' BEGIN
-        INSERT INTO search_fts (search_fts, rowid, text, context)
-            SELECT 'delete', p.id, p.text, {_BEFORE_PREVIOUS} {_PREVIOUS};
-        INSERT INTO search_fts (rowid, text, context)
-            SELECT p.id, p.text, {_BEFORE_PREVIOUS} || ' ' || new.text {_PREVIOUS};
-        INSERT INTO search_fts (rowid, text, context)
-            VALUES (new.id, new.text, coalesce((SELECT p.text {_PREVIOUS}), ''));
+        SELECT id, text, coalesce(lag(text) OVER (PARTITION BY thread_id ORDER BY id), '')
+        FROM messages WHERE role != 'tool'""",
+    """CREATE TRIGGER search_fts_insert AFTER INSERT ON messages WHEN new.role != 'tool' BEGIN
+        INSERT INTO search_fts (rowid, text, context) VALUES (new.id, new.text, coalesce(
+            (SELECT p.text FROM messages p WHERE p.thread_id = new.thread_id AND p.id < new.id
+             AND p.role != 'tool' ORDER BY p.id DESC LIMIT 1), ''));
         END""",
 )
 _POSTGRESQL_3 = (
     "ALTER TABLE messages ADD COLUMN search_tsv TSVECTOR",
     """UPDATE messages m SET search_tsv =
         setweight(to_tsvector('english', m.text), 'A') ||
-        setweight(to_tsvector('english', coalesce(n.before_text, '') || ' ' || coalesce(n.after_text, '')), 'B')
-        FROM (SELECT id, lag(text) OVER w AS before_text, lead(text) OVER w AS after_text
-              FROM messages WHERE role <> 'tool'
-              WINDOW w AS (PARTITION BY thread_id ORDER BY id)) n
+        setweight(to_tsvector('english', coalesce(n.before_text, '')), 'B')
+        FROM (SELECT id, lag(text) OVER (PARTITION BY thread_id ORDER BY id) AS before_text
+              FROM messages WHERE role <> 'tool') n
         WHERE m.id = n.id""",
     "CREATE INDEX messages_search_tsv ON messages USING GIN (search_tsv)",
     """CREATE FUNCTION nod_search_context() RETURNS trigger LANGUAGE plpgsql AS $$
-    DECLARE
-        previous_id BIGINT;
-        previous_text TEXT;
-        before_previous TEXT;
     BEGIN
-        SELECT id, text INTO previous_id, previous_text FROM messages
-            WHERE thread_id = NEW.thread_id AND id < NEW.id AND role <> 'tool'
-            ORDER BY id DESC LIMIT 1;
-        UPDATE messages SET search_tsv =
-            setweight(to_tsvector('english', NEW.text), 'A') ||
-            setweight(to_tsvector('english', coalesce(previous_text, '')), 'B')
-            WHERE id = NEW.id;
-        IF previous_id IS NOT NULL THEN
-            SELECT text INTO before_previous FROM messages
-                WHERE thread_id = NEW.thread_id AND id < previous_id AND role <> 'tool'
-                ORDER BY id DESC LIMIT 1;
-            UPDATE messages SET search_tsv =
-                setweight(to_tsvector('english', previous_text), 'A') ||
-                setweight(to_tsvector('english', coalesce(before_previous, '') || ' ' || NEW.text), 'B')
-                WHERE id = previous_id;
-        END IF;
-        RETURN NULL;
+        NEW.search_tsv := setweight(to_tsvector('english', NEW.text), 'A') || setweight(
+            to_tsvector('english', coalesce((SELECT p.text FROM messages p
+                WHERE p.thread_id = NEW.thread_id AND p.id < NEW.id AND p.role <> 'tool'
+                ORDER BY p.id DESC LIMIT 1), '')), 'B');
+        RETURN NEW;
     END $$""",
-    """CREATE TRIGGER messages_search_context AFTER INSERT ON messages
+    """CREATE TRIGGER messages_search_context BEFORE INSERT ON messages
         FOR EACH ROW WHEN (NEW.role <> 'tool') EXECUTE FUNCTION nod_search_context()""",
 )
 

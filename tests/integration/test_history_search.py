@@ -1,0 +1,198 @@
+"""history_search on real databases (SQLite FTS5 and PostgreSQL tsvector), as the agent calls it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.clock import SystemClock
+from core.errors import InvalidInput, NotFound
+from core.history.search import HistorySearch
+from core.storage.messages import MessageStore, NewMessage, Role
+from core.storage.owners import Owner, OwnerStore
+
+T0 = datetime(2024, 5, 8, 12, 0, tzinfo=timezone.utc)
+
+
+class Chat:
+    """One owner's conversation on a real engine, with the search the agent uses."""
+
+    def __init__(self, engine: AsyncEngine, owner: Owner) -> None:
+        self.owner = owner
+        self.store = MessageStore(engine, SystemClock())
+        self.search_service = HistorySearch(engine, self.store)
+        self.count = 0
+
+    async def say(self, text: str, role: Role = Role.OWNER, at: datetime | None = None) -> int:
+        self.count += 1
+        when = at or T0 + timedelta(minutes=self.count)
+        stored = await self.store.append(NewMessage(self.owner.id, role, text, "test", when, f"m{self.count}"))
+        return stored.message.id
+
+    async def search(self, **args: Any) -> dict[str, Any]:
+        return await self.search_service.search(self.owner, args)
+
+
+async def _chat(engine: AsyncEngine, name: str = "ana", tz: str = "UTC") -> Chat:
+    owner = await OwnerStore(engine).add(name, tz, (), T0)
+    return Chat(engine, owner)
+
+
+def _ids(answer: dict[str, Any]) -> list[int]:
+    return [r["id"] for r in answer["results"]]
+
+
+async def test_any_word_in_any_form_best_first_with_dates_and_neighbours(engine: AsyncEngine) -> None:
+    chat = await _chat(engine, tz="Europe/Lisbon")
+    await chat.say("Good morning")
+    first = await chat.say("We are selling the property in Braga and the property in Faro")
+    await chat.say("Nice, tell me more", Role.ASSISTANT)
+    await chat.say("Unrelated: the weather is fine")
+    await chat.say("And the sea is calm")
+    other = await chat.say("My brother bought a property last year")
+    answer = await chat.search(query="properties")
+    assert _ids(answer)[0] == first and other in _ids(answer)[:3]
+    top = answer["results"][0]
+    assert top["sent_at"] == "2024-05-08T13:02:00+01:00"  # Lisbon summer time
+    assert top["before"]["text"] == "Good morning"
+    assert top["after"]["role"] == "assistant"
+    assert answer["totalMatches"] >= 2 and answer["complete"] is True
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"unbalanced', "AND OR NOT", "NEAR(property, 2)", "prop*", "text:property", "property)",
+     "col:val ^ - + {x}", "🏠 property 🎉", "'; DROP TABLE messages; --", "a" * 10_000],
+)
+async def test_the_owners_text_never_breaks_the_query(engine: AsyncEngine, query: str) -> None:
+    chat = await _chat(engine)
+    await chat.say("The property near the river, AND the one in town")
+    answer = await chat.search(query=query)
+    assert {"results", "totalMatches", "nextCursor", "complete"} <= set(answer)
+
+
+async def test_unsearchable_queries_get_a_clear_error(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    await chat.say("hello")
+    with pytest.raises(InvalidInput, match="no words"):
+        await chat.search(query="🎉 ?! ...")
+    with pytest.raises(InvalidInput, match="10,000"):
+        await chat.search(query="word " * 2_001)
+    for bad, pattern in [({"order": "oldest"}, "relevance or newest"), ({"limit": 0}, "limit"),
+                         ({"from": "yesterday"}, "from"), ({"around": "x"}, "around"),
+                         ({"colour": 1}, "no argument"), ({}, "Give a")]:
+        with pytest.raises(InvalidInput, match=pattern):
+            await chat.search(**({"query": "hello"} | bad if bad and "around" not in bad and bad != {} and "from" not in bad else bad))
+
+
+async def test_from_and_to_are_inclusive_days_in_the_owners_zone(engine: AsyncEngine) -> None:
+    chat = await _chat(engine, tz="America/New_York")
+    local = timezone(timedelta(hours=-4))
+    late = await chat.say("dinner at the harbour", at=datetime(2024, 5, 8, 23, 30, tzinfo=local))
+    early = await chat.say("breakfast at home", at=datetime(2024, 5, 8, 0, 10, tzinfo=local))
+    await chat.say("lunch next day", at=datetime(2024, 5, 9, 12, 0, tzinfo=local))
+    await chat.say("the day before", at=datetime(2024, 5, 7, 23, 59, tzinfo=local))
+    listed = await chat.search(**{"from": "2024-05-08", "to": "2024-05-08"})
+    assert _ids(listed) == [early, late]  # alone they list the period, oldest first
+    newest = await chat.search(**{"from": "2024-05-08", "to": "2024-05-08", "order": "newest"})
+    assert _ids(newest) == [late, early]
+    timed = await chat.search(**{"from": "2024-05-08T23:00", "to": "2024-05-09T00:00"})
+    assert _ids(timed) == [late]
+    matched = await chat.search(query="dinner lunch", **{"to": "2024-05-08"})
+    assert _ids(matched)[0] == late
+    assert all(r.get("matched_by") == "previous message" for r in matched["results"][1:])
+
+
+async def test_before_limits_the_date_and_is_not_a_cursor(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    old = await chat.say("passport renewal", at=T0)
+    await chat.say("passport renewal again", at=T0 + timedelta(days=2))
+    answer = await chat.search(query="passport", before=(T0 + timedelta(days=1)).date().isoformat())
+    assert _ids(answer) == [old] and answer["totalMatches"] == 1
+
+
+async def test_around_returns_the_message_and_five_each_side(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    ids = [await chat.say(f"message number {i}") for i in range(20)]
+    answer = await chat.search(around=ids[10])
+    assert _ids(answer) == ids[5:16]
+    edge = await chat.search(around=ids[1])
+    assert _ids(edge) == ids[0:7]
+    with pytest.raises(NotFound):
+        await chat.search(around=999_999)
+
+
+async def test_pages_have_no_duplicates_no_gaps_and_ignore_later_messages(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    expected = {await chat.say(f"garden note {i} " + "tomato " * (i % 5)) for i in range(230)}
+    for _ in range(5):
+        await chat.say("nothing to see")
+    seen: list[int] = []
+    answer = await chat.search(query="tomato garden", limit=50)
+    total = answer["totalMatches"]
+    while True:
+        seen += _ids(answer)
+        await chat.say("garden tomato arriving mid-paging")  # never shows up in this paging
+        if answer["complete"]:
+            break
+        assert answer["nextCursor"]
+        answer = await chat.search(query="tomato garden", limit=50, cursor=answer["nextCursor"])
+    assert len(seen) == len(set(seen)) == total
+    assert set(seen) >= expected
+
+
+async def test_a_cursor_reused_with_other_parameters_is_refused(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    for i in range(15):
+        await chat.say(f"tomato {i}")
+    cursor = (await chat.search(query="tomato"))["nextCursor"]
+    assert cursor
+    for changed in ({"query": "potato"}, {"query": "tomato", "order": "newest"}, {"query": "tomato", "before": "2030-01-01"}):
+        with pytest.raises(InvalidInput, match="different search"):
+            await chat.search(cursor=cursor, **changed)
+    with pytest.raises(InvalidInput, match="not one history_search returned"):
+        await chat.search(query="tomato", cursor="bm90IGEgY3Vyc29y")
+
+
+async def test_long_messages_are_cut_at_1200_characters_and_marked(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    long_id = await chat.say("holiday plans " + "we will walk along the coast and " * 80)
+    short_id = await chat.say("holiday short")
+    answer = await chat.search(query="holiday")
+    by_id = {r["id"]: r for r in answer["results"]}
+    assert len(by_id[long_id]["text"]) <= 1_200 and by_id[long_id]["truncated"] is True
+    assert "truncated" not in by_id[short_id]
+    whole = await chat.store.get(long_id)
+    assert whole is not None and len(whole.text) > 1_200  # the agent can read it with `around`
+
+
+async def test_a_reset_thread_and_other_owners_are_never_searched(engine: AsyncEngine) -> None:
+    ana = await _chat(engine, "ana")
+    bea = await _chat(engine, "bea")
+    await ana.say("secret garden plans before the reset")
+    await bea.say("bea's garden")
+    await ana.store.reset_thread(ana.owner.id)
+    fresh = await ana.say("garden after the reset")
+    answer = await ana.search(query="garden")
+    assert _ids(answer) == [fresh] and answer["totalMatches"] == 1
+    listing = await ana.search(**{"from": "2000-01-01"})
+    assert _ids(listing) == [fresh]
+
+
+async def test_tool_results_are_not_conversation(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    said = await chat.say("what is the weather in Porto")
+    await chat.say("Porto weather: sunny (from a web page)", Role.TOOL)
+    answer = await chat.search(query="porto weather")
+    assert _ids(answer) == [said]
+
+
+async def test_naming_the_owner_prefers_their_own_words(engine: AsyncEngine) -> None:
+    chat = await _chat(engine, "Caroline")
+    await chat.say("Did you enjoy the pottery class?", Role.ASSISTANT)
+    mine = await chat.say("I loved my pottery class")
+    answer = await chat.search(query="What did Caroline think of the pottery class?")
+    assert _ids(answer)[0] == mine
