@@ -116,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("nod tool needs a TOOL name, or --batch")
     try:
         settings = load_settings()
-        configure_logging(settings.log_level)
+        # a one-shot command's output is its answer; its routine log lines would be noise
+        configure_logging(settings.log_level or ("INFO" if args.command == "run" else "WARNING"))
         if args.command == "run":
             asyncio.run(run_server(settings))
         else:

@@ -39,7 +39,7 @@ class Settings:
     twilio_auth_token: str | None = None
     twilio_whatsapp_from: str | None = None
     twilio_api_base_url: str | None = None
-    log_level: str = "INFO"
+    log_level: str | None = None  # unset: INFO for `nod run`, WARNING for one-shot commands
     log_text: bool = False
 
 

@@ -1,8 +1,8 @@
 """The full-text queries, one per backend, behind one set of functions.
 
 SQLite answers with FTS5 (``porter unicode61 remove_diacritics 2``) ranked by BM25;
-PostgreSQL with an english ``tsvector`` and a GIN index, ranked by ``ts_rank_cd``. Both
-index a message's own words and, as a second, lower-weighted field, the words of the
+PostgreSQL with an accent-folding english ``tsvector`` (the nod_search configuration)
+and a GIN index, ranked by ``ts_rank_cd``. Both index a message's own words and, as a second, lower-weighted field, the words of the
 message just before it (migration 3 writes that field as each message arrives).
 Everything above this module is backend-neutral: it passes a scope (the thread, the
 snapshot id, the dates) and the query's words, and gets back ids, scores and rows. The
@@ -67,7 +67,7 @@ def fts5_match(terms: Sequence[str]) -> str:
 
 
 def tsquery_any(terms: Sequence[str]) -> ColumnElement[Any]:
-    parts = [func.plainto_tsquery("english", term) for term in terms]
+    parts = [func.plainto_tsquery(literal_column("'nod_search'::regconfig"), term) for term in terms]
     combined: ColumnElement[Any] = parts[0]
     for part in parts[1:]:
         combined = combined.op("||")(part)

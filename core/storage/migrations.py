@@ -172,19 +172,31 @@ _SQLITE_3 = (
              AND p.role != 'tool' ORDER BY p.id DESC LIMIT 1), ''));
         END""",
 )
+# PostgreSQL's english configuration keeps accents ("café" is not "cafe") where SQLite's
+# tokenizer removes them; the nod_search configuration folds them with unaccent (a trusted
+# extension since PostgreSQL 13, so the database owner may create it) so both agree.
 _POSTGRESQL_3 = (
+    "CREATE EXTENSION IF NOT EXISTS unaccent",
+    "CREATE TEXT SEARCH CONFIGURATION nod_search (COPY = english)",
+    """ALTER TEXT SEARCH CONFIGURATION nod_search
+        ALTER MAPPING FOR hword, hword_part, word WITH unaccent, english_stem""",
+    "DROP INDEX messages_text_tsv",
+    "ALTER TABLE messages DROP COLUMN text_tsv",
+    """ALTER TABLE messages ADD COLUMN text_tsv TSVECTOR
+        GENERATED ALWAYS AS (to_tsvector('nod_search', text)) STORED""",
+    "CREATE INDEX messages_text_tsv ON messages USING GIN (text_tsv)",
     "ALTER TABLE messages ADD COLUMN search_tsv TSVECTOR",
     """UPDATE messages m SET search_tsv =
-        setweight(to_tsvector('english', m.text), 'A') ||
-        setweight(to_tsvector('english', coalesce(n.before_text, '')), 'B')
+        setweight(to_tsvector('nod_search', m.text), 'A') ||
+        setweight(to_tsvector('nod_search', coalesce(n.before_text, '')), 'B')
         FROM (SELECT id, lag(text) OVER (PARTITION BY thread_id ORDER BY id) AS before_text
               FROM messages WHERE role <> 'tool') n
         WHERE m.id = n.id""",
     "CREATE INDEX messages_search_tsv ON messages USING GIN (search_tsv)",
     """CREATE FUNCTION nod_search_context() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        NEW.search_tsv := setweight(to_tsvector('english', NEW.text), 'A') || setweight(
-            to_tsvector('english', coalesce((SELECT p.text FROM messages p
+        NEW.search_tsv := setweight(to_tsvector('nod_search', NEW.text), 'A') || setweight(
+            to_tsvector('nod_search', coalesce((SELECT p.text FROM messages p
                 WHERE p.thread_id = NEW.thread_id AND p.id < NEW.id AND p.role <> 'tool'
                 ORDER BY p.id DESC LIMIT 1), '')), 'B');
         RETURN NEW;

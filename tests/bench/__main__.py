@@ -5,6 +5,9 @@ and the throughput of concurrent writers, on SQLite and (with NOD_TEST_POSTGRES_
 PostgreSQL.
 
 locomo: history_search retrieval quality on LoCoMo (R@k, All@10, MRR by category).
+
+scale: history_search latency on a generated 1,000,000-message thread, against naive
+FTS5, tantivy and bm25s (``--messages`` and ``--queries`` make it smaller or larger).
 """
 
 from __future__ import annotations
@@ -13,19 +16,24 @@ import argparse
 import asyncio
 
 from tests.bench.locomo import SPLITS, run_locomo
+from tests.bench.scale import run_scale
 from tests.bench.storage import run_storage
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
-    parser.add_argument("suite", choices=["storage", "locomo"])
+    parser.add_argument("suite", choices=["storage", "locomo", "scale"])
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
     args = parser.parse_args()
     if args.suite == "storage":
         asyncio.run(run_storage(args.rounds))
     elif args.suite == "locomo":
         asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split]))
+    elif args.suite == "scale":
+        asyncio.run(run_scale(args.messages, args.queries))
 
 
 main()

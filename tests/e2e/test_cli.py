@@ -155,3 +155,44 @@ def test_memory_import_saves_stated_notes_and_is_idempotent(tmp_path: Path) -> N
     data = json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)
     assert sorted((e["area"], e["text"], e["status"]) for e in data["entries"]) == [
         ("lessons", "Never book red-eye flights", "stated"), ("people", "Sister: Ana", "stated")]
+
+
+def test_nod_tool_runs_read_tools_one_at_a_time_and_in_batches(tmp_path: Path) -> None:
+    assert nod(tmp_path, "owners", "add", "ana", "--tz", "Europe/Lisbon").returncode == 0
+    lines = [
+        {"role": "owner", "text": "We own two properties in Braga", "sent_at": "2024-05-08T10:00:00"},
+        {"role": "assistant", "text": "Good to know.", "sent_at": "2024-05-08T10:01:00"},
+    ]
+    history = tmp_path / "history.jsonl"
+    history.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert nod(tmp_path, "history", "import", "--owner", "ana", str(history)).returncode == 0
+    assert nod(tmp_path, "memory", "add", "--owner", "ana", "about/home", "Owns two properties in Braga").returncode == 0
+
+    single = nod(tmp_path, "tool", "--owner", "ana", "history_search", '{"query": "property"}')
+    assert single.returncode == 0, single.stderr
+    answer = json.loads(single.stdout)
+    assert answer["results"][0]["text"] == "We own two properties in Braga"
+    assert answer["results"][0]["sent_at"] == "2024-05-08T10:00:00+01:00"
+
+    refused = nod(tmp_path, "tool", "--owner", "ana", "memory_read", '{"path": "hobbies"}')
+    assert refused.returncode == 1 and "Areas: about" in _one_sentence_error(refused)
+    assert nod(tmp_path, "tool", "--owner", "ana", "history_search", "{not json").returncode == 1
+    assert nod(tmp_path, "tool", "--owner", "ana").returncode == 2
+
+    calls = [
+        {"tool": "memory_find", "args": {"words": "property"}},
+        "not a call",
+        {"tool": "memory_read", "args": {"path": "about/home"}},
+        {"tool": "send_email", "args": {}},
+    ]
+    batch = subprocess.run(
+        [sys.executable, "-m", "bot", "tool", "--owner", "ana", "--batch"], cwd=tmp_path, env=_env(tmp_path),
+        input="".join((c if isinstance(c, str) else json.dumps(c)) + "\n" for c in calls),
+        capture_output=True, text=True, timeout=60,
+    )
+    assert batch.returncode == 0, batch.stderr
+    results = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert len(results) == 4
+    assert results[0]["results"][0]["path"] == "about/home"
+    assert "error" in results[1] and "error" in results[3]
+    assert results[2]["text"] == "Owns two properties in Braga" and results[2]["status"] == "stated"
