@@ -52,13 +52,40 @@ def _scope_filter(scope: Scope) -> ColumnElement[bool]:
         messages.c.id <= scope.snapshot,
         messages.c.role != "tool",
     ]
+    return and_(*conditions, *_date_filter(scope))
+
+
+def _date_filter(scope: Scope) -> list[ColumnElement[bool]]:
+    conditions = []
     if scope.start is not None:
         conditions.append(messages.c.sent_at >= scope.start)
     if scope.end is not None:
         conditions.append(messages.c.sent_at < scope.end)
     if scope.before is not None:
         conditions.append(messages.c.sent_at < scope.before)
-    return and_(*conditions)
+    return conditions
+
+
+def _fts_scope_filter(scope: Scope) -> ColumnElement[bool]:
+    """The scope for a query that FTS5 must drive: the matches first, then their rows.
+
+    Left to itself SQLite's planner may walk the whole thread by its index and look each
+    message up in FTS5 — on a million-message thread 25 times slower. The unary ``+``
+    (SQLite's documented way to keep a column's index out of a plan) makes the thread
+    test a check on each match; the snapshot bound goes to FTS5 as a rowid range. The
+    index holds no tool messages, so the role needs no test.
+    """
+    thread = literal_column("+messages.thread_id")
+    return and_(thread == scope.thread_id, _fts.c.rowid <= scope.snapshot, *_date_filter(scope))
+
+
+def _fts_matches(terms: Sequence[str], scope: Scope, *columns: Any) -> Select[Any]:
+    return (
+        select(*columns)
+        .select_from(_fts.join(messages, messages.c.id == _fts.c.rowid))
+        .where(text("search_fts MATCH :match").bindparams(match=fts5_match(terms)))
+        .where(_fts_scope_filter(scope))
+    )
 
 
 def fts5_match(terms: Sequence[str]) -> str:
@@ -78,12 +105,7 @@ def _matching(conn: AsyncConnection, terms: Sequence[str], scope: Scope, *column
     """SELECT ``columns`` plus a relevance score over the messages matching any word."""
     if conn.dialect.name == "sqlite":
         bm25 = func.bm25(literal_column("search_fts"), 1.0, CONTEXT_WEIGHT)
-        return (
-            select(*columns, (-bm25).label("score"))
-            .select_from(_fts.join(messages, messages.c.id == _fts.c.rowid))
-            .where(text("search_fts MATCH :match").bindparams(match=fts5_match(terms)))
-            .where(_scope_filter(scope))
-        )
+        return _fts_matches(terms, scope, *columns, (-bm25).label("score"))
     query = tsquery_any(terms)
     vector = literal_column("messages.search_tsv")
     weights = literal_column(f"'{{0.1, 0.2, {CONTEXT_WEIGHT}, 1.0}}'::float4[]")  # D, C, B (context), A (text)
@@ -97,6 +119,9 @@ async def snapshot(conn: AsyncConnection, thread_id: int) -> int:
 
 
 async def count_matches(conn: AsyncConnection, terms: Sequence[str], scope: Scope) -> int:
+    if conn.dialect.name == "sqlite":
+        query = _fts_matches(terms, scope, func.count())
+        return int((await conn.execute(query)).scalar_one())
     inner = _matching(conn, terms, scope, messages.c.id).subquery()
     return int((await conn.execute(select(func.count()).select_from(inner))).scalar_one())
 
@@ -104,17 +129,28 @@ async def count_matches(conn: AsyncConnection, terms: Sequence[str], scope: Scop
 async def ranked(
     conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0
 ) -> list[Hit]:
-    """Matches, best first, by the backend's own relevance score."""
-    query = _matching(conn, terms, scope, messages.c.id, messages.c.role, messages.c.text)
+    """Matches, best first, by the backend's own relevance score.
+
+    The sort carries only ids and scores; the texts are read for the page alone, so a
+    common word's thousands of matches never drag their texts through the sort.
+    """
+    query = _matching(conn, terms, scope, messages.c.id)
     query = query.order_by(literal_column("score").desc(), messages.c.id).limit(limit).offset(offset)
-    rows = await conn.execute(query)
-    return [Hit(r.id, r.role, r.text, float(r.score)) for r in rows]
+    best = (await conn.execute(query)).all()
+    if not best:
+        return []
+    found = select(messages.c.id, messages.c.role, messages.c.text).where(messages.c.id.in_([r.id for r in best]))
+    rows = {r.id: r for r in await conn.execute(found)}
+    return [Hit(r.id, rows[r.id].role, rows[r.id].text, float(r.score)) for r in best]
 
 
 async def newest(
     conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int
 ) -> list[int]:
-    query = _matching(conn, terms, scope, messages.c.id)
+    if conn.dialect.name == "sqlite":
+        query = _fts_matches(terms, scope, messages.c.id)
+    else:
+        query = _matching(conn, terms, scope, messages.c.id)
     query = query.order_by(messages.c.sent_at.desc(), messages.c.id.desc()).limit(limit).offset(offset)
     return [r.id for r in await conn.execute(query)]
 
