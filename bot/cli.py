@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from bot import commands
+from bot import commands, conversation
 from bot.logs import configure_logging
 from bot.run import run_server
 from bot.settings import Settings, load_settings
@@ -43,6 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--whatsapp", action="append", default=[], metavar="+NUMBER")
     add.add_argument("--tz", default="UTC", metavar="ZONE")
     owners_sub.add_parser("list", help="list owners")
+    oset = owners_sub.add_parser("set", help="change an owner's settings")
+    oset.add_argument("name")
+    oset.add_argument("--spending-limit", metavar="USD", help="monthly limit in US dollars, or 'default'")
+
+    chat = sub.add_parser("chat", help="talk to Nod in the terminal (one message a line when piped)")
+    chat.add_argument("--owner", required=True)
+    usage = sub.add_parser("usage", help="model calls and cost, today and this month, by purpose")
+    usage.add_argument("--owner", required=True)
 
     history = sub.add_parser("history", help="conversation history")
     history_sub = history.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -84,6 +92,9 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
             s, args.name, args.telegram, args.whatsapp, args.tz
         ),
         ("owners", "list"): commands.owners_list,
+        ("owners", "set"): lambda s: conversation.owners_set(s, args.name, args.spending_limit),
+        ("chat", None): lambda s: conversation.chat(s, args.owner),
+        ("usage", None): lambda s: conversation.usage(s, args.owner),
         ("history", "import"): lambda s: commands.history_import(
             s, args.owner, args.file, commands.stderr_progress()
         ),

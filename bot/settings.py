@@ -7,6 +7,7 @@ naming the variable, instead of failing later in the middle of a conversation.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +40,10 @@ class Settings:
     twilio_auth_token: str | None = None
     twilio_whatsapp_from: str | None = None
     twilio_api_base_url: str | None = None
+    json_mode: str = "json_schema"
+    memory_deadline_s: float = 20.0
+    spending_limit_usd: float | None = 10.0
+    model_prices: tuple[tuple[str, float, float], ...] = ()
     log_level: str | None = None  # unset: INFO for `nod run`, WARNING for one-shot commands
     log_text: bool = False
 
@@ -63,6 +68,10 @@ _VARIABLES = {
     "TWILIO_AUTH_TOKEN": "twilio_auth_token",
     "TWILIO_WHATSAPP_FROM": "twilio_whatsapp_from",
     "TWILIO_API_BASE_URL": "twilio_api_base_url",
+    "NOD_JSON_MODE": "json_mode",
+    "NOD_MEMORY_DEADLINE_SECONDS": "memory_deadline_s",
+    "NOD_SPENDING_LIMIT_USD": "spending_limit_usd",
+    "NOD_MODEL_PRICES": "model_prices",
     "NOD_LOG_LEVEL": "log_level",
     "NOD_LOG_TEXT": "log_text",
 }
@@ -86,9 +95,41 @@ def _parse(name: str, raw: str) -> object:
         if not raw.isdigit() or not 0 < int(raw) < 65536:
             raise ConfigError(f"{name} must be a port number, not {raw!r}.")
         return int(raw)
+    if field == "json_mode":
+        if raw.strip() not in ("json_schema", "json_object"):
+            raise ConfigError(f"{name} must be json_schema or json_object, not {raw!r}.")
+        return raw.strip()
+    if field in ("memory_deadline_s", "spending_limit_usd"):
+        return _positive(name, raw, allow_none=field == "spending_limit_usd")
+    if field == "model_prices":
+        return _prices(name, raw)
     if field == "log_text":
         return raw.strip().lower() in {"1", "true", "yes", "on"}
     return raw.strip()
+
+
+def _positive(name: str, raw: str, allow_none: bool) -> float | None:
+    if allow_none and raw.strip().lower() == "none":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        extra = ", or none for no limit" if allow_none else ""
+        raise ConfigError(f"{name} must be a positive number{extra}, not {raw!r}.")
+    return value
+
+
+def _prices(name: str, raw: str) -> tuple[tuple[str, float, float], ...]:
+    """``{"model": [input, output]}``: US dollars per million tokens."""
+    try:
+        data = json.loads(raw)
+        return tuple((str(model), float(pair[0]), float(pair[1])) for model, pair in data.items())
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError):
+        raise ConfigError(
+            f'{name} must be JSON like {{"my-model": [0.15, 0.60]}} (USD per million input, output tokens).'
+        ) from None
 
 
 def load_settings(

@@ -1,4 +1,9 @@
-"""One place that builds the stores from the settings (the cosmicpython bootstrap)."""
+"""One place that builds the stores, the model gateway and the turn from the settings.
+
+The cosmicpython bootstrap: every dependency is made here and passed down, so the core
+never reaches for a setting or an SDK. A channel adds its own reply sink and gets a
+``Conductor`` with ``services.conductor(sink)``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,15 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.openai_model.chat import OpenAIChatModel, build_client
 from bot.settings import Settings
+from core.agent.conductor import Conductor, ReplySink
+from core.agent.gateway import Gateway, ModelRoles
+from core.agent.model import ChatModel
+from core.agent.spending import Spending
+from core.agent.tools import SavingNotBuilt, TurnTools
+from core.agent.turn import TurnDeps
+from core.agent.usage import PriceTable, UsageStore
 from core.clock import Clock, SystemClock
 from core.history.search import HistorySearch
 from core.storage.database import create_engine
@@ -19,6 +32,8 @@ from core.storage.objects import ObjectStore
 from core.storage.owners import OwnerStore
 from core.tools.reading import ReadTools
 
+AGENT_DEADLINE_S = 120.0
+
 
 @dataclass(frozen=True)
 class Services:
@@ -28,6 +43,37 @@ class Services:
     messages: MessageStore
     memory: MemoryStore
     tools: ReadTools
+    usage: UsageStore
+    spending: Spending
+    gateway: Gateway
+    turn: TurnDeps
+
+    def conductor(self, sink: ReplySink) -> Conductor:
+        return Conductor(self.turn, sink)
+
+
+def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
+    mode = "json_object" if settings.json_mode == "json_object" else "json_schema"
+    agent = None
+    if settings.agent_model:
+        client = build_client(settings.openai_base_url, settings.openai_api_key, AGENT_DEADLINE_S)
+        agent = OpenAIChatModel(client, mode)
+    memory = None
+    if settings.memory_model:
+        client = build_client(
+            settings.memory_base_url or settings.openai_base_url,
+            settings.memory_api_key or settings.openai_api_key,
+            settings.memory_deadline_s,
+        )
+        memory = OpenAIChatModel(client, mode)
+    return agent, memory
+
+
+def build_gateway(settings: Settings, usage: UsageStore, clock: Clock, models: tuple[ChatModel | None, ChatModel | None] | None = None) -> Gateway:
+    agent, memory = models if models is not None else _models(settings)
+    roles = ModelRoles(settings.agent_model, settings.memory_model, settings.memory_deadline_s, AGENT_DEADLINE_S)
+    prices = PriceTable.with_overrides({m: (i, o) for m, i, o in settings.model_prices})
+    return Gateway(roles, agent, memory, usage, prices, clock)
 
 
 @asynccontextmanager
@@ -39,13 +85,15 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         await migrate(engine)
         messages = MessageStore(engine, clock)
         memory = MemoryStore(ObjectStore(engine), clock)
-        yield Services(
-            engine=engine,
-            clock=clock,
-            owners=OwnerStore(engine),
-            messages=messages,
-            memory=memory,
-            tools=ReadTools(memory, messages, HistorySearch(engine, messages)),
+        owners = OwnerStore(engine)
+        reads = ReadTools(memory, messages, HistorySearch(engine, messages))
+        usage = UsageStore(engine)
+        spending = Spending(usage, owners, clock, settings.spending_limit_usd)
+        gateway = build_gateway(settings, usage, clock)
+        turn = TurnDeps(
+            gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
+            engine=engine, tools=TurnTools(reads, memory, SavingNotBuilt()), clock=clock,
         )
+        yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn)
     finally:
         await engine.dispose()

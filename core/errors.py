@@ -12,7 +12,13 @@ carries it to the agent); none of them is a bug report.
     │   └── StaleWrite .......... a compare-and-swap lost too many times in a row
     ├── MemoryFull .............. the document would pass 256 KiB even after trimming
     ├── ConfigError ............. a setting is missing or malformed
-    └── StorageError ............ the database could not be reached or answered badly
+    ├── StorageError ............ the database could not be reached or answered badly
+    ├── ModelError .............. a model gave no usable answer
+    │   ├── ModelUnavailable .... unreachable, overloaded or too slow; trying later may work
+    │   │   └── ModelTimeout .... the call's deadline passed
+    │   ├── ModelRefused ........ the server refused the request (key, model name, input)
+    │   └── UnreadableAnswer .... the answer was not the JSON that was asked for
+    └── SpendingLimitReached .... the owner's spending limit for the period is used up
 """
 
 
@@ -57,3 +63,27 @@ class ConfigError(NodError):
 
 class StorageError(NodError):
     """The database could not be reached or gave an answer Nod cannot use."""
+
+
+class ModelError(NodError):
+    """A model gave no usable answer; the sentence says why without quoting the answer."""
+
+
+class ModelUnavailable(ModelError):
+    """The model server could not be reached, was overloaded or answered too slowly."""
+
+
+class ModelTimeout(ModelUnavailable):
+    """The call's deadline passed before the model answered."""
+
+
+class ModelRefused(ModelError):
+    """The model server refused the request: a bad key, an unknown model, a bad input."""
+
+
+class UnreadableAnswer(ModelError):
+    """The model's answer was not the JSON asked for (or not JSON at all)."""
+
+
+class SpendingLimitReached(NodError):
+    """The owner's spending limit for this period is used up until the owner says yes."""

@@ -24,7 +24,10 @@ from core.storage.schema import identities, owners
 class OwnerSettings:
     saving_enabled: bool = True
     remember_sensitive: bool = False
-    spending_limit_usd: float | None = None
+    spending_limit_usd: float | None = None  # per month in the owner's zone; None: the default
+    spending_raised_period: str | None = None  # "YYYY-MM" the owner said yes to spending more in
+    spending_raised_usd: float = 0.0
+    spending_checkin_period: str | None = None  # "YYYY-MM" Nod asked to check in about
 
     @classmethod
     def from_json(cls, body: str) -> OwnerSettings:

@@ -1,0 +1,1 @@
+"""The chat-model port over the openai SDK (OpenAI, Ollama, vLLM, llama.cpp servers)."""

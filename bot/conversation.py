@@ -1,0 +1,49 @@
+"""The ``nod`` subcommands about talking and spending: chat, usage, an owner's limit."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+from adapters.local.chat import LocalChat, TerminalSink
+from bot.wiring import Services
+from core.agent.usage import day_start, month_start, render_usage
+from core.errors import InvalidInput
+
+
+async def chat(svc: Services, owner_name: str) -> str:
+    owner = await svc.owners.by_name(owner_name)
+    conductor = svc.conductor(TerminalSink(sys.stdout))
+    local = LocalChat(owner, conductor, svc.messages, svc.memory, sys.stdout)
+    try:
+        await local.run(sys.stdin, interactive=sys.stdin.isatty())
+    finally:
+        await conductor.close()
+    return ""
+
+
+async def usage(svc: Services, owner_name: str) -> str:
+    owner = await svc.owners.by_name(owner_name)
+    now = svc.clock.now()
+    today = await svc.usage.by_purpose(owner.id, day_start(now, owner.zone))
+    month = await svc.usage.by_purpose(owner.id, month_start(now, owner.zone))
+    capacity = await svc.spending.capacity(owner)
+    return render_usage(today, month, capacity.limit_usd)
+
+
+async def owners_set(svc: Services, name: str, spending_limit: str | None) -> str:
+    owner = await svc.owners.by_name(name)
+    if spending_limit is None:
+        return f"{owner.name}: nothing to change (try --spending-limit USD)."
+    if spending_limit.lower() == "default":
+        limit = None
+    else:
+        try:
+            limit = float(spending_limit)
+        except ValueError:
+            limit = -1.0
+        if not limit > 0:
+            raise InvalidInput(f"--spending-limit is a positive amount in US dollars or 'default', not {spending_limit!r}.")
+    await svc.owners.set_settings(owner.id, replace(owner.settings, spending_limit_usd=limit))
+    shown = "the default" if limit is None else f"${limit:.2f} a month"
+    return f"{owner.name}'s spending limit is now {shown}."

@@ -1,0 +1,138 @@
+"""Where channels hand over owner messages: one turn at a time per owner, stop, delivery.
+
+Every channel calls ``receive`` with an owner's message. The message is stored first (a
+redelivered one, same external id, is a no-op), then its turn runs as a task of its own.
+
+A new owner message during a turn *restarts* it: the running turn is cancelled — its
+selection and reply-check cache go with it, and its draft is never delivered — and a
+new turn answers with both messages in view, since the earlier one is already stored and
+is part of the recent conversation. Restarting is what a person does when interrupted
+mid-thought; folding the new text into a model call already in flight cannot be done
+with Chat Completions anyway. ``stop`` cancels the running turn at once; the gateway
+stops waiting for the model even when the provider ignores the cancellation.
+
+Delivery is shielded: once a checked answer exists it is stored as Nod's message and
+handed to the reply sink even if a stop arrives in that instant, so what the owner
+received and what Nod remembers saying never differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from core.agent.tools import TurnContext, TurnOrigin
+from core.agent.turn import TurnDeps, TurnOutcome, run_turn
+from core.storage.messages import NewMessage, Role, StoredMessage
+from core.storage.owners import Owner
+
+log = logging.getLogger("nod.agent")
+TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."
+
+
+class ReplySink(Protocol):
+    """The channel's way back to the owner; a failure is the sink's to log."""
+
+    async def deliver(self, owner: Owner, channel: str, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Inbound:
+    owner: Owner
+    channel: str
+    text: str
+    external_id: str | None = None
+    card_title: bool = False
+    attachment: bool = False
+    forwarded: bool = False
+    sent_at: datetime | None = None
+
+
+class Conductor:
+    def __init__(self, deps: TurnDeps, sink: ReplySink) -> None:
+        self._deps = deps
+        self._sink = sink
+        self._turns: dict[int, asyncio.Task[None]] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    async def receive(self, inbound: Inbound) -> StoredMessage | None:
+        """Store the owner's message and start (or restart) the owner's turn for it.
+
+        Returns the stored message, or None when it was a redelivery already handled.
+        """
+        stored = await self._deps.messages.append(
+            NewMessage(
+                owner_id=inbound.owner.id, role=Role.OWNER, text=inbound.text, channel=inbound.channel,
+                sent_at=inbound.sent_at or self._deps.clock.now(), external_id=inbound.external_id,
+                card_title=inbound.card_title, attachment=inbound.attachment, forwarded=inbound.forwarded,
+                origin=TurnOrigin.OWNER_MESSAGE.value,
+            )
+        )
+        if not stored.created:
+            log.info("message_redelivered owner=%s message=%s", inbound.owner.id, stored.message.id)
+            return None
+        await self._start(inbound.owner, stored.message)
+        return stored.message
+
+    async def _start(self, owner: Owner, request: StoredMessage) -> None:
+        lock = self._locks.setdefault(owner.id, asyncio.Lock())
+        async with lock:
+            running = self._turns.get(owner.id)
+            if running is not None and not running.done():
+                log.info("turn_restarted owner=%s by_message=%s", owner.id, request.id)
+                running.cancel()
+                await asyncio.wait({running})
+            self._turns[owner.id] = asyncio.create_task(self._turn(owner, request), name=f"turn-{owner.id}")
+
+    async def stop(self, owner_id: int) -> bool:
+        """Cancel the owner's running turn; True if there was one."""
+        running = self._turns.get(owner_id)
+        if running is None or running.done():
+            return False
+        running.cancel()
+        log.info("turn_stopped owner=%s", owner_id)
+        return True
+
+    async def wait(self, owner_id: int) -> None:
+        """Until the owner's current turn (if any) has finished, been stopped or restarted."""
+        while (running := self._turns.get(owner_id)) is not None and not running.done():
+            await asyncio.wait({running})
+
+    async def close(self) -> None:
+        for task in self._turns.values():
+            task.cancel()
+        if self._turns:
+            await asyncio.wait(set(self._turns.values()))
+
+    async def _turn(self, owner: Owner, request: StoredMessage) -> None:
+        current = await self._deps_owner(owner)
+        ctx = TurnContext(current, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id)
+        try:
+            outcome = await run_turn(self._deps, ctx, request)
+        except asyncio.CancelledError:
+            log.info("turn_cancelled owner=%s message=%s", owner.id, request.id)
+            raise
+        except Exception:  # noqa: BLE001 - the edge of the turn: log, apologise, go on
+            log.exception("turn_failed owner=%s message=%s", owner.id, request.id)
+            outcome = TurnOutcome(TURN_FAILED)
+        await asyncio.shield(self._deliver(current, request, outcome.text))
+
+    async def _deps_owner(self, owner: Owner) -> Owner:
+        """The owner as stored now: settings (spending, saving) may have changed since."""
+        return await self._deps.owners.by_id(owner.id)
+
+    async def _deliver(self, owner: Owner, request: StoredMessage, text: str) -> None:
+        try:
+            await self._deps.messages.append(
+                NewMessage(owner.id, Role.ASSISTANT, text, request.channel, self._deps.clock.now(),
+                           origin=TurnOrigin.OWNER_MESSAGE.value)
+            )
+        except Exception:  # noqa: BLE001 - still answer the owner when storing the reply failed
+            log.exception("reply_store_failed owner=%s", owner.id)
+        try:
+            await self._sink.deliver(owner, request.channel, text)
+        except Exception:  # noqa: BLE001 - a channel failure is logged, never raised into the core
+            log.exception("reply_delivery_failed owner=%s channel=%s", owner.id, request.channel)

@@ -1,0 +1,169 @@
+"""The model gateway: every model call goes through here, timed, bounded and recorded.
+
+Two roles, configured apart: the agent (runs each turn, with tools) and the memory model
+(structured JSON answers named by purpose). Each call runs as its own task and the
+gateway waits on it with a deadline, so a deadline or a ``/stop`` ends the wait at once
+even when the provider ignores cancellation; the abandoned call is cancelled and its
+late result dropped. Every call — answered, failed, timed out or stopped — becomes one
+usage row, so the spending check sees what was really spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.agent.model import ChatModel, ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
+from core.agent.usage import PriceTable, UsageRecord, UsageStore
+from core.clock import Clock
+from core.errors import (
+    ConfigError,
+    ModelError,
+    ModelRefused,
+    ModelTimeout,
+    ModelUnavailable,
+    UnreadableAnswer,
+)
+
+log = logging.getLogger("nod.gateway")
+AGENT = "agent"
+
+
+@dataclass(frozen=True)
+class ModelRoles:
+    agent_model: str | None
+    memory_model: str | None
+    memory_deadline_s: float = 20.0
+    agent_deadline_s: float = 120.0
+
+
+def _outcome(error: BaseException) -> str:
+    if isinstance(error, ModelTimeout):
+        return "timeout"
+    if isinstance(error, ModelUnavailable):
+        return "unavailable"
+    if isinstance(error, ModelRefused):
+        return "refused"
+    if isinstance(error, UnreadableAnswer):
+        return "unreadable"
+    return "error"
+
+
+def _drop_late_result(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log "never retrieved"
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a structured answer; a ```json fence (json_object mode) is allowed."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(body)
+    except ValueError as exc:
+        raise UnreadableAnswer("The memory model's answer was not JSON.") from exc
+    if not isinstance(value, dict):
+        raise UnreadableAnswer("The memory model's answer was not a JSON object.")
+    return value
+
+
+class Gateway:
+    def __init__(
+        self,
+        roles: ModelRoles,
+        agent: ChatModel | None,
+        memory: ChatModel | None,
+        usage: UsageStore,
+        prices: PriceTable,
+        clock: Clock,
+    ) -> None:
+        self.roles = roles
+        self._agent = agent if roles.agent_model else None
+        self._memory = memory if roles.memory_model else None
+        self._usage = usage
+        self._prices = prices
+        self._clock = clock
+
+    @property
+    def agent_configured(self) -> bool:
+        return self._agent is not None
+
+    @property
+    def memory_configured(self) -> bool:
+        return self._memory is not None
+
+    async def agent_step(self, owner_id: int, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ChatReply:
+        if self._agent is None or not self.roles.agent_model:
+            raise ConfigError("No agent model is configured (NOD_AGENT_MODEL).")
+        request = ChatRequest(self.roles.agent_model, messages, tools)
+        return await self._call(owner_id, AGENT, self._agent, request, self.roles.agent_deadline_s)
+
+    async def memory_json(
+        self, owner_id: int, purpose: str, messages: Sequence[Message], schema: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """One structured memory-model call named ``purpose``; its JSON object or ModelError."""
+        if self._memory is None or not self.roles.memory_model:
+            raise ConfigError("No memory model is configured (NOD_MEMORY_MODEL).")
+        request = ChatRequest(self.roles.memory_model, messages, schema=JsonSchema(purpose, schema))
+        reply = await self._call(owner_id, purpose, self._memory, request, self.roles.memory_deadline_s)
+        try:
+            return parse_json_object(reply.text)
+        except UnreadableAnswer:
+            log.warning("model_answer_unreadable owner=%s purpose=%s chars=%s", owner_id, purpose, len(reply.text))
+            raise
+
+    async def _call(
+        self, owner_id: int, purpose: str, model: ChatModel, request: ChatRequest, deadline_s: float
+    ) -> ChatReply:
+        began = time.monotonic()
+        task = asyncio.ensure_future(model.complete(request))
+        try:
+            done, _ = await asyncio.wait({task}, timeout=deadline_s)
+        except asyncio.CancelledError:  # /stop or a newer message: stop waiting now
+            task.cancel()
+            task.add_done_callback(_drop_late_result)
+            await self._record(owner_id, purpose, request.model, None, began, "stopped")
+            raise
+        if not done:
+            task.cancel()
+            task.add_done_callback(_drop_late_result)
+            await self._record(owner_id, purpose, request.model, None, began, "timeout")
+            raise ModelTimeout(f"The model did not answer within {deadline_s:g} seconds.")
+        try:
+            reply = task.result()
+        except ModelError as exc:
+            await self._record(owner_id, purpose, request.model, None, began, _outcome(exc))
+            raise
+        except Exception as exc:  # an adapter bug must not escape as a crash
+            log.exception("model_adapter_failed purpose=%s", purpose)
+            await self._record(owner_id, purpose, request.model, None, began, "error")
+            raise ModelUnavailable("The model call failed unexpectedly.") from exc
+        await self._record(owner_id, purpose, request.model, reply, began, "ok")
+        return reply
+
+    async def _record(
+        self, owner_id: int, purpose: str, model: str, reply: ChatReply | None, began: float, outcome: str
+    ) -> None:
+        tokens_in = reply.tokens_in if reply else 0
+        tokens_out = reply.tokens_out if reply else 0
+        row = UsageRecord(
+            owner_id=owner_id,
+            purpose=purpose,
+            model=(reply.model if reply and reply.model else model),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=self._prices.cost(model, tokens_in, tokens_out),
+            duration_ms=int((time.monotonic() - began) * 1000),
+            outcome=outcome,
+            created_at=self._clock.now(),
+        )
+        try:
+            await asyncio.shield(self._usage.record(row))
+        except Exception:  # noqa: BLE001 - losing a usage row must not lose the answer
+            log.exception("usage_record_failed owner=%s purpose=%s", owner_id, purpose)

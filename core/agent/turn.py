@@ -1,0 +1,157 @@
+"""One agent turn: context, evidence, the tool loop with a step cap, the reply check.
+
+The turn is a function of its dependencies (pi-mono's agentLoop): the gateway, stores,
+tools, the evidence and reply-check slots and the clock are passed in. It always ends
+with a text for the owner — the model's checked answer, a check-in question when the
+spending limit is used up, or one plain sentence when the model is missing or failing —
+and never with an exception an adapter would have to understand. Cancellation (``/stop``,
+a newer message) is the one thing that passes through, by design.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.agent.context import RECENT_TURNS, TurnInputs, turn_messages
+from core.agent.gateway import Gateway
+from core.agent.model import ChatReply, Message
+from core.agent.spending import Spending
+from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnContext, TurnOrigin, TurnTools
+from core.clock import Clock
+from core.errors import ModelError, ModelRefused, ModelTimeout
+from core.history.related import related_messages
+from core.memory.render import render_index
+from core.storage.memory_store import MemoryStore
+from core.storage.messages import MessageStore, StoredMessage
+from core.storage.owners import OwnerStore
+
+log = logging.getLogger("nod.agent.turn")
+MAX_STEPS = 8
+NO_MODEL = (
+    "I can't answer yet: no model is configured. The operator sets NOD_AGENT_MODEL (and "
+    "OPENAI_API_KEY, or OPENAI_BASE_URL for a local server) and restarts Nod."
+)
+OUT_OF_STEPS = "You have used every tool step this turn. Answer now with what you have found."
+EMPTY_ANSWER = "I couldn't put an answer together just now. Could you ask again?"
+
+
+class EvidenceSource(Protocol):
+    """The evidence packet for a request (the evidence issue fills this slot)."""
+
+    async def packet(self, ctx: TurnContext, request: StoredMessage) -> str | None: ...
+
+
+class ReplyCheck(Protocol):
+    """Checks a draft's personal claims before delivery (the evidence issue fills this slot)."""
+
+    async def check(
+        self, ctx: TurnContext, request: StoredMessage, draft: str, reads: Sequence[ToolOutcome]
+    ) -> str: ...
+
+
+class NoEvidence:
+    async def packet(self, ctx: TurnContext, request: StoredMessage) -> str | None:
+        return None
+
+
+class NoCheck:
+    async def check(
+        self, ctx: TurnContext, request: StoredMessage, draft: str, reads: Sequence[ToolOutcome]
+    ) -> str:
+        return draft
+
+
+@dataclass(frozen=True)
+class TurnDeps:
+    gateway: Gateway
+    spending: Spending
+    messages: MessageStore
+    owners: OwnerStore
+    memory: MemoryStore
+    engine: AsyncEngine
+    tools: TurnTools
+    clock: Clock
+    evidence: EvidenceSource = NoEvidence()
+    check: ReplyCheck = NoCheck()
+    max_steps: int = MAX_STEPS
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    text: str
+    steps: int = 0
+    reads: tuple[ToolOutcome, ...] = ()
+
+
+def model_failure_sentence(error: ModelError) -> str:
+    if isinstance(error, ModelTimeout):
+        return "The model took too long to answer. Please try again."
+    if isinstance(error, ModelRefused):
+        return "The model server refused the request; the operator should check Nod's model settings."
+    return "I couldn't get an answer from the model just now. Please try again in a moment."
+
+
+def _assistant_calls(reply: ChatReply) -> Message:
+    return {
+        "role": "assistant",
+        "content": reply.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ],
+    }
+
+
+async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> TurnInputs:
+    recent = [m for m in await deps.messages.recent(ctx.owner.id, RECENT_TURNS + 1) if m.id < request.id]
+    oldest = min((m.id for m in recent), default=request.id)
+    related = await related_messages(deps.engine, deps.messages, ctx.thread_id, request.text, oldest)
+    doc = (await deps.memory.load(ctx.owner.id)).document
+    packet = await deps.evidence.packet(ctx, request)
+    return TurnInputs(ctx.owner, deps.clock.now(), render_index(doc), related, recent, request, packet)
+
+
+async def _loop(deps: TurnDeps, ctx: TurnContext, messages: list[Message]) -> tuple[str, int, list[ToolOutcome]]:
+    reads: list[ToolOutcome] = []
+    for step in range(1, deps.max_steps + 1):
+        reply = await deps.gateway.agent_step(ctx.owner.id, messages, TOOL_SPECS)
+        if not reply.tool_calls:
+            return reply.text, step, reads
+        messages.append(_assistant_calls(reply))
+        for call in reply.tool_calls:
+            outcome = await deps.tools.run(ctx, call)
+            reads.append(outcome)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content()})
+    log.info("turn_step_cap owner=%s steps=%s", ctx.owner.id, deps.max_steps)
+    messages.append({"role": "system", "content": OUT_OF_STEPS})
+    reply = await deps.gateway.agent_step(ctx.owner.id, messages, ())
+    return reply.text, deps.max_steps + 1, reads
+
+
+async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> TurnOutcome:
+    """Answer ``request``; the returned text is what the owner should receive."""
+    if not deps.gateway.agent_configured:
+        return TurnOutcome(NO_MODEL)
+    if ctx.origin is TurnOrigin.OWNER_MESSAGE:
+        raised = await deps.spending.answer(ctx.owner, request.text)
+        if raised is not None:
+            return TurnOutcome(raised)
+    capacity = await deps.spending.capacity(ctx.owner)
+    if capacity.exhausted:
+        log.info("spending_checkin owner=%s spent=%.4f limit=%s", ctx.owner.id, capacity.spent_usd, capacity.limit_usd)
+        return TurnOutcome(await deps.spending.ask(ctx.owner, capacity))
+    messages = turn_messages(await _inputs(deps, ctx, request))
+    try:
+        draft, steps, reads = await _loop(deps, ctx, messages)
+    except ModelError as exc:
+        log.warning("turn_model_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
+        return TurnOutcome(model_failure_sentence(exc))
+    if not draft.strip():
+        return TurnOutcome(EMPTY_ANSWER, steps, tuple(reads))
+    checked = await deps.check.check(ctx, request, draft, reads)
+    return TurnOutcome(checked, steps, tuple(reads))

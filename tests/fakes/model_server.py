@@ -1,0 +1,133 @@
+"""A scripted OpenAI-compatible Chat Completions server on 127.0.0.1.
+
+Tests drive it through the real ``openai.AsyncOpenAI`` client. Answers are queued per
+model name and per purpose — the json_schema name of a structured call (also found in a
+json_object call's prompt), or ``"chat"`` for a plain or tool-calling turn — the way
+simonw/llm's MockModel is enqueued. Every request body is kept for assertions. An empty
+queue answers with a fixed text so a test that forgot to script a call sees it plainly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+UNSCRIPTED = "(no scripted answer)"
+
+
+@dataclass(frozen=True)
+class Answer:
+    content: str | None = None
+    tool_calls: tuple[tuple[str, str], ...] = ()  # (name, JSON arguments text)
+    delay_s: float = 0.0
+    status: int = 200
+    raw_body: str | None = None  # sent as is: a broken server
+    tokens: tuple[int, int] = (100, 20)
+    ignore_cancel: bool = False  # keep "working" after the client went away
+
+
+def text(content: str, **kw: Any) -> Answer:
+    return Answer(content=content, **kw)
+
+
+def tool(name: str, arguments: dict[str, Any] | str, **kw: Any) -> Answer:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Answer(tool_calls=((name, args),), **kw)
+
+
+def structured(value: dict[str, Any], **kw: Any) -> Answer:
+    return Answer(content=json.dumps(value), **kw)
+
+
+@dataclass
+class FakeModelServer:
+    queues: dict[tuple[str, str], deque[Answer]] = field(default_factory=lambda: defaultdict(deque))
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    runner: web.AppRunner | None = None
+    port: int = 0
+    sleeping: set[asyncio.Future[None]] = field(default_factory=set)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def enqueue(self, model: str, *answers: Answer, purpose: str = "chat") -> None:
+        self.queues[(model, purpose)].extend(answers)
+
+    def calls(self, purpose: str = "chat") -> list[dict[str, Any]]:
+        return [r for r in self.requests if purpose_of(r) == purpose]
+
+    async def start(self) -> FakeModelServer:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._complete)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+        return self
+
+    async def stop(self) -> None:
+        for pending in self.sleeping:  # an ignore_cancel answer must not hold the test up
+            pending.cancel()
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+    async def _complete(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        queue = self.queues.get((body.get("model", ""), purpose_of(body)))
+        answer = queue.popleft() if queue else Answer(content=UNSCRIPTED)
+        if answer.delay_s:
+            sleeping = asyncio.ensure_future(asyncio.sleep(answer.delay_s))
+            self.sleeping.add(sleeping)
+            try:
+                await (asyncio.shield(sleeping) if answer.ignore_cancel else sleeping)
+            except asyncio.CancelledError:
+                if not answer.ignore_cancel or not sleeping.cancelled():
+                    raise
+                return web.Response(status=499)
+            finally:
+                self.sleeping.discard(sleeping)
+        if answer.raw_body is not None:
+            return web.Response(text=answer.raw_body, status=answer.status, content_type="application/json")
+        if answer.status != 200:
+            error = {"error": {"message": "scripted failure", "type": "server_error", "code": None}}
+            return web.json_response(error, status=answer.status)
+        return web.json_response(_completion(body.get("model", ""), answer))
+
+
+def purpose_of(body: dict[str, Any]) -> str:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return str(fmt["json_schema"]["name"])
+    if fmt.get("type") == "json_object":
+        for message in body.get("messages", []):
+            found = re.search(r"JSON object named (\w+)", str(message.get("content", "")))
+            if found:
+                return found.group(1)
+    return "chat"
+
+
+def _completion(model: str, answer: Answer) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer.content}
+    if answer.tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args) in enumerate(answer.tool_calls)
+        ]
+    finish = "tool_calls" if answer.tool_calls else "stop"
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": answer.tokens[0], "completion_tokens": answer.tokens[1],
+                  "total_tokens": sum(answer.tokens)},
+    }
