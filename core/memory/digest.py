@@ -24,7 +24,8 @@ def memory_digest(doc: MemoryDocument) -> str:
     shown = [f"- {line}" for line in lines[:DIGEST_LINES]]
     if len(lines) > DIGEST_LINES:
         shown.append(f"…and {len(lines) - DIGEST_LINES} more.")
-    return f"I remember {len(doc.entries)} notes ({counts}):\n" + "\n".join(shown)
+    count = len(doc.entries)
+    return f"I remember {count} note{'s' if count != 1 else ''} ({counts}):\n" + "\n".join(shown)
 
 
 def context_digest(doc: MemoryDocument) -> str:

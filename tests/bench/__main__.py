@@ -6,6 +6,9 @@ PostgreSQL.
 
 locomo: history_search retrieval quality on LoCoMo (R@k, All@10, MRR by category).
 
+turn: server-side turn overhead (everything but model time) with a full memory document
+and a 100,000-message thread.
+
 scale: history_search latency on a generated 1,000,000-message thread, against naive
 FTS5, tantivy and bm25s (``--messages`` and ``--queries`` make it smaller or larger).
 """
@@ -18,11 +21,12 @@ import asyncio
 from tests.bench.locomo import SPLITS, run_locomo
 from tests.bench.scale import run_scale
 from tests.bench.storage import run_storage
+from tests.bench.turn import run_turn_bench
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
-    parser.add_argument("suite", choices=["storage", "locomo", "scale"])
+    parser.add_argument("suite", choices=["storage", "locomo", "scale", "turn"])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
@@ -32,6 +36,8 @@ def main() -> None:
         asyncio.run(run_storage(args.rounds))
     elif args.suite == "locomo":
         asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split]))
+    elif args.suite == "turn":
+        asyncio.run(run_turn_bench(min(args.rounds, 100)))
     elif args.suite == "scale":
         asyncio.run(run_scale(args.messages, args.queries))
 

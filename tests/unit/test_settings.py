@@ -51,3 +51,29 @@ def test_logging_silences_libraries_that_would_log_sql_parameters() -> None:
     configure_logging("DEBUG")
     assert logging.getLogger("aiosqlite").getEffectiveLevel() >= logging.WARNING
     assert logging.getLogger("sqlalchemy.engine").getEffectiveLevel() >= logging.WARNING
+
+
+def test_model_settings_are_parsed_and_checked() -> None:
+    settings = load_settings({
+        "NOD_JSON_MODE": "json_object", "NOD_MEMORY_DEADLINE_SECONDS": "7.5",
+        "NOD_SPENDING_LIMIT_USD": "none", "NOD_MODEL_PRICES": '{"llama3": [0.1, 0.2]}',
+    }, env_file=None)
+    assert (settings.json_mode, settings.memory_deadline_s, settings.spending_limit_usd) == ("json_object", 7.5, None)
+    assert settings.model_prices == (("llama3", 0.1, 0.2),)
+    assert load_settings({}, env_file=None).spending_limit_usd == 10.0
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("NOD_JSON_MODE", "xml"),
+        ("NOD_MEMORY_DEADLINE_SECONDS", "0"),
+        ("NOD_MEMORY_DEADLINE_SECONDS", "none"),
+        ("NOD_SPENDING_LIMIT_USD", "-3"),
+        ("NOD_MODEL_PRICES", "[1, 2]"),
+        ("NOD_MODEL_PRICES", '{"m": [1]}'),
+    ],
+)
+def test_bad_model_settings_fail_with_a_sentence_naming_the_variable(name: str, raw: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        load_settings({name: raw}, env_file=None)

@@ -1,0 +1,62 @@
+"""``nod chat`` and ``nod usage`` as processes, against the scripted model server."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from tests.e2e.test_cli import _env, nod
+from tests.fakes.model_server import FakeModelServer, text, tool
+
+AGENT = "gpt-4o-mini"
+
+
+async def _chat(tmp_path: Path, lines: str, **extra: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "chat", "--owner", "ana", cwd=tmp_path, env=_env(tmp_path, **extra),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(lines.encode()), 60)
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Path) -> None:
+    assert nod(tmp_path, "owners", "add", "ana").returncode == 0
+    assert nod(tmp_path, "memory", "add", "--owner", "ana", "people/sister", "Sister: Ana, lives in Porto").returncode == 0
+    server = await FakeModelServer().start()
+    try:
+        server.enqueue(AGENT, text("Hello, Ana!"), tool("memory_read", {"path": "people"}), text("Your sister lives in Porto."))
+        code, out, err = await _chat(
+            tmp_path, "hi\nwhere does my sister live?\n/memory\n/context\n/reset\n/stop\n/bogus\n",
+            OPENAI_BASE_URL=server.base_url, NOD_AGENT_MODEL=AGENT,
+        )
+    finally:
+        await server.stop()
+    assert code == 0, err
+    blocks = [b for b in out.split("\n\n") if b.strip()]
+    assert blocks[0] == "Hello, Ana!" and blocks[1] == "Your sister lives in Porto."
+    assert blocks[2] == "I remember 1 note (people 1):\n- people/sister: Sister: Ana, lives in Porto"
+    assert blocks[3].startswith("What I see at the start of every turn:") and blocks[4].startswith("Learned skills:")
+    assert blocks[5] == "Started a new conversation. Your memory is kept."
+    assert blocks[6] == "Nothing is running." and blocks[7].startswith("Unknown command /bogus")
+    assert len(server.calls()) == 3 and "Traceback" not in err
+    usage = nod(tmp_path, "usage", "--owner", "ana")
+    assert usage.returncode == 0
+    assert any(line.split()[:3] == ["today", "agent", "3"] for line in usage.stdout.splitlines()), usage.stdout
+
+
+async def test_chat_without_a_model_still_starts_and_says_how_to_configure_one(tmp_path: Path) -> None:
+    assert nod(tmp_path, "owners", "add", "ana").returncode == 0
+    code, out, err = await _chat(tmp_path, "hello\n/quit\nnever read\n")
+    assert code == 0, err
+    assert out.strip().startswith("I can't answer yet: no model is configured.")
+    assert "NOD_AGENT_MODEL" in out and out.count("no model is configured") == 1
+
+
+def test_owners_set_changes_the_spending_limit(tmp_path: Path) -> None:
+    assert nod(tmp_path, "owners", "add", "ana").returncode == 0
+    assert "$2.50 a month" in nod(tmp_path, "owners", "set", "ana", "--spending-limit", "2.5").stdout
+    assert "of a $2.50 limit" in nod(tmp_path, "usage", "--owner", "ana").stdout
+    bad = nod(tmp_path, "owners", "set", "ana", "--spending-limit", "-1")
+    assert bad.returncode == 1 and "positive amount" in bad.stderr
