@@ -28,6 +28,7 @@ async def run_server(settings: Settings) -> None:
         runner = web.AppRunner(build_app(svc.engine), handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, settings.host, settings.port)
+        warming = asyncio.create_task(svc.search_index.warm()) if svc.search_index else None
         try:
             await site.start()
             log.info("started host=%s port=%s", settings.host, settings.port)
@@ -35,4 +36,6 @@ async def run_server(settings: Settings) -> None:
             await stop.wait()
             log.info("stopping")
         finally:
+            if warming is not None:
+                warming.cancel()
             await runner.cleanup()

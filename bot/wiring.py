@@ -23,6 +23,7 @@ from core.agent.tools import SavingNotBuilt, TurnTools
 from core.agent.turn import TurnDeps
 from core.agent.usage import PriceTable, UsageStore
 from core.clock import Clock, SystemClock
+from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.storage.database import create_engine
 from core.storage.memory_store import MemoryStore
@@ -47,6 +48,7 @@ class Services:
     spending: Spending
     gateway: Gateway
     turn: TurnDeps
+    search_index: DerivedIndex | None
 
     def conductor(self, sink: ReplySink) -> Conductor:
         return Conductor(self.turn, sink)
@@ -86,7 +88,8 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         messages = MessageStore(engine, clock)
         memory = MemoryStore(ObjectStore(engine), clock)
         owners = OwnerStore(engine)
-        reads = ReadTools(memory, messages, HistorySearch(engine, messages))
+        index = DerivedIndex.beside(settings.database_url, engine)
+        reads = ReadTools(memory, messages, HistorySearch(engine, messages, index))
         usage = UsageStore(engine)
         spending = Spending(usage, owners, clock, settings.spending_limit_usd)
         gateway = build_gateway(settings, usage, clock)
@@ -94,6 +97,6 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
             engine=engine, tools=TurnTools(reads, memory, SavingNotBuilt()), clock=clock,
         )
-        yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn)
+        yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index)
     finally:
         await engine.dispose()

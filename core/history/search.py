@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.errors import InvalidInput, NotFound
 from core.history import engine as sql
+from core.history.derived import DerivedIndex, IndexFailure
 from core.history.cursor import Cursor, decode, encode, fingerprint
 from core.history.ranking import NEIGHBOUR_REACH, WINDOW, rerank
 from core.history.request import Order, SearchRequest, parse_request
@@ -29,6 +30,28 @@ from core.text import QueryTerms, query_terms, stems, words
 MAX_RESULT_CHARS = 1_200
 MAX_NEIGHBOUR_CHARS = 300
 AROUND_EACH_SIDE = 5
+
+
+class Matcher(Protocol):
+    """Finds and orders the messages matching a query's words: FTS5/tsvector, or tantivy."""
+
+    async def count_matches(self, conn: AsyncConnection, terms: Sequence[str], scope: sql.Scope) -> int: ...
+
+    async def ranked(
+        self, conn: AsyncConnection, terms: Sequence[str], scope: sql.Scope, limit: int, offset: int = 0
+    ) -> list[sql.Hit]: ...
+
+    async def newest(
+        self, conn: AsyncConnection, terms: Sequence[str], scope: sql.Scope, limit: int, offset: int
+    ) -> list[int]: ...
+
+
+class _Database:
+    """The database's own full-text index (engine.py) as a Matcher."""
+
+    count_matches = staticmethod(sql.count_matches)
+    ranked = staticmethod(sql.ranked)
+    newest = staticmethod(sql.newest)
 
 
 @dataclass(frozen=True)
@@ -48,9 +71,16 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
 
 
 class HistorySearch:
-    def __init__(self, engine: AsyncEngine, messages: MessageStore) -> None:
+    def __init__(self, engine: AsyncEngine, messages: MessageStore, index: DerivedIndex | None = None) -> None:
         self._engine = engine
         self._messages = messages
+        self._index = index
+
+    async def _matcher(self, terms: QueryTerms | None, snapshot: int) -> Matcher:
+        """The derived index when it covers the snapshot, else the database's own index."""
+        if terms is not None and self._index is not None and await self._index.ready_for(snapshot):
+            return self._index
+        return _Database()
 
     async def search(self, owner: Owner, args: dict[str, Any]) -> dict[str, Any]:
         """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
@@ -67,7 +97,12 @@ class HistorySearch:
         async with self._engine.connect() as conn:
             snap = cursor.snapshot if cursor else await sql.snapshot(conn, thread_id)
             scope = sql.Scope(thread_id, snap, request.start, request.end, request.before)
-            page = await _page(conn, scope, request, terms, owner, cursor.offset if cursor else 0)
+            matcher = await self._matcher(terms, snap)
+            offset = cursor.offset if cursor else 0
+            try:
+                page = await _page(conn, matcher, scope, request, terms, owner, offset)
+            except IndexFailure:
+                page = await _page(conn, _Database(), scope, request, terms, owner, offset)
         next_cursor = encode(Cursor(search_print, page.next_offset, snap)) if page.next_offset is not None else None
         results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None)
         answer: dict[str, Any] = {
@@ -134,7 +169,7 @@ def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:
 
 
 async def _page(
-    conn: AsyncConnection, scope: sql.Scope, request: SearchRequest, terms: QueryTerms | None,
+    conn: AsyncConnection, matcher: Matcher, scope: sql.Scope, request: SearchRequest, terms: QueryTerms | None,
     owner: Owner, offset: int,
 ) -> Page:
     limit = request.limit
@@ -142,27 +177,27 @@ async def _page(
         total = await sql.count_period(conn, scope)
         ids = await sql.period(conn, scope, request.order is Order.NEWEST, limit, offset)
     else:
-        total = await sql.count_matches(conn, terms.terms, scope)
+        total = await matcher.count_matches(conn, terms.terms, scope)
         if request.order is Order.NEWEST:
-            ids = await sql.newest(conn, terms.terms, scope, limit, offset)
+            ids = await matcher.newest(conn, terms.terms, scope, limit, offset)
         else:
             named = bool(set(words(owner.name)) & set(words(request.query or "")))
-            ids = await _relevance(conn, scope, terms, named, limit, offset)
+            ids = await _relevance(conn, matcher, scope, terms, named, limit, offset)
     end = offset + len(ids)
     return Page(tuple(ids), total, end if end < total and ids else None)
 
 
 async def _relevance(
-    conn: AsyncConnection, scope: sql.Scope, terms: QueryTerms, owner_named: bool, limit: int, offset: int
+    conn: AsyncConnection, matcher: Matcher, scope: sql.Scope, terms: QueryTerms, owner_named: bool, limit: int, offset: int
 ) -> list[int]:
     """One page of the relevance order: the re-ranked window first, then the backend's order."""
     if offset >= WINDOW:
-        return [h.id for h in await sql.ranked(conn, terms.terms, scope, limit, offset)]
-    hits = await sql.ranked(conn, terms.terms, scope, WINDOW)
+        return [h.id for h in await matcher.ranked(conn, terms.terms, scope, limit, offset)]
+    hits = await matcher.ranked(conn, terms.terms, scope, WINDOW)
     around = await sql.neighbours(conn, scope.thread_id, [h.id for h in hits], NEIGHBOUR_REACH)
     ordered = rerank(hits, terms.stems, around, owner_named)
     ids = ordered[offset : offset + limit]
     if len(ids) < limit and len(hits) == WINDOW:
-        more = await sql.ranked(conn, terms.terms, scope, limit - len(ids), WINDOW)
+        more = await matcher.ranked(conn, terms.terms, scope, limit - len(ids), WINDOW)
         ids += [h.id for h in more]
     return ids

@@ -30,12 +30,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--fts5", action="store_true", help="locomo: FTS5 alone, without the derived index")
     parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
     args = parser.parse_args()
     if args.suite == "storage":
         asyncio.run(run_storage(args.rounds))
     elif args.suite == "locomo":
-        asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split]))
+        asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split], not args.fts5))
     elif args.suite == "turn":
         asyncio.run(run_turn_bench(min(args.rounds, 100)))
     elif args.suite == "scale":

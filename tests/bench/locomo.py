@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.clock import SystemClock
+from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.storage.database import create_engine
 from core.storage.messages import MessageStore, NewMessage, Role
@@ -29,6 +30,7 @@ from core.storage.owners import OwnerStore
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 SPLITS = {"dev": range(0, 5), "test": range(5, 10)}
 CUTOFFS = (5, 10, 20, 50)
+DERIVED = {"on": True}  # the SQLite production path; --fts5 measures FTS5 alone
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
@@ -80,7 +82,7 @@ async def _score_conversation(sample: dict[str, Any], db: Path, totals: dict[str
     await store.append_many(owner.id, batch)
     stored = await store.recent(owner.id, len(batch) + 1)
     dia_of = {m.id: m.external_id for m in stored}
-    search = HistorySearch(engine, store)
+    search = HistorySearch(engine, store, DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine) if DERIVED["on"] else None)
     for qa in sample["qa"]:
         if qa["category"] not in CATEGORIES or not qa.get("evidence"):
             continue
@@ -95,7 +97,8 @@ async def _score_conversation(sample: dict[str, Any], db: Path, totals: dict[str
     await engine.dispose()
 
 
-async def run_locomo(splits: list[str]) -> None:
+async def run_locomo(splits: list[str], derived: bool = True) -> None:
+    DERIVED["on"] = derived
     if not DATA.exists():
         print(f"LoCoMo data not found at {DATA}; skipping (see ../shared/data/README.md).")
         return

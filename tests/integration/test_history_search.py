@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,11 +11,24 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import SystemClock
 from core.errors import InvalidInput, NotFound
+from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.storage.messages import MessageStore, NewMessage, Role
 from core.storage.owners import Owner, OwnerStore
 
 T0 = datetime(2024, 5, 8, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(params=["database", "derived"], autouse=True)
+def matcher(request: pytest.FixtureRequest, engine: AsyncEngine) -> str:
+    """Every test runs on the database's own index and, on SQLite, on the derived tantivy index."""
+    if request.param == "derived" and engine.dialect.name != "sqlite":
+        pytest.skip("the derived index serves SQLite only")
+    MATCHER["kind"] = request.param
+    return str(request.param)
+
+
+MATCHER = {"kind": "database"}
 
 
 class Chat:
@@ -23,7 +37,10 @@ class Chat:
     def __init__(self, engine: AsyncEngine, owner: Owner) -> None:
         self.owner = owner
         self.store = MessageStore(engine, SystemClock())
-        self.search_service = HistorySearch(engine, self.store)
+        index = None
+        if MATCHER["kind"] == "derived":
+            index = DerivedIndex(Path(str(engine.url.database) + ".search"), engine)
+        self.search_service = HistorySearch(engine, self.store, index)
         self.count = 0
 
     async def say(self, text: str, role: Role = Role.OWNER, at: datetime | None = None) -> int:

@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import SystemClock
+from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.storage.database import create_engine
 from core.storage.messages import MessageStore, NewMessage, Role
@@ -69,7 +70,7 @@ async def both() -> AsyncIterator[tuple[str, str]]:
         await drop_postgres_database(url)
 
 
-async def _answers(engine: AsyncEngine) -> list[Any]:
+async def _answers(engine: AsyncEngine, derived: bool = False) -> list[Any]:
     await migrate(engine)
     owner = await OwnerStore(engine).add("ana", "Europe/Lisbon", (), T0)
     store = MessageStore(engine, SystemClock())
@@ -77,7 +78,8 @@ async def _answers(engine: AsyncEngine) -> list[Any]:
         NewMessage(owner.id, role, text, "test", T0 + timedelta(hours=5 * i), f"p{i}")
         for i, (role, text) in enumerate(CONVERSATION)
     ])
-    search = HistorySearch(engine, store)
+    index = DerivedIndex(Path(str(engine.url.database) + ".search"), engine) if derived else None
+    search = HistorySearch(engine, store, index)
     answers = []
     for call in CALLS:
         answer = await search.search(owner, call)
@@ -100,6 +102,8 @@ async def _answers(engine: AsyncEngine) -> list[Any]:
 
 async def test_both_backends_answer_alike(both: tuple[str, str], tmp_path: Path) -> None:
     sqlite = await _answers(create_engine(f"sqlite+aiosqlite:///{tmp_path / 'parity.db'}"))
+    derived = await _answers(create_engine(f"sqlite+aiosqlite:///{tmp_path / 'derived.db'}"), derived=True)
     postgres = await _answers(create_engine(both[1]))
-    for call, left, right in zip([*CALLS, "paging"], sqlite, postgres, strict=True):
+    for call, left, middle, right in zip([*CALLS, "paging"], sqlite, derived, postgres, strict=True):
         assert left == right, call
+        assert middle == right, ("derived index", call)

@@ -1,0 +1,273 @@
+"""A tantivy index derived from the messages table, for fast history_search on SQLite.
+
+FTS5 has to score every match before it can return the best ten, so a common word in a
+million-message thread costs ~100 ms; tantivy's block-max WAND returns the top hits and
+an exact count in well under a millisecond. The database stays the only truth: the
+index lives in a directory next to the SQLite file, holds nothing that cannot be
+rebuilt, and is caught up before a search by indexing every message with an id above
+its watermark (ids only grow, and a message's context — the previous message of its
+thread — is fixed when it is written, so catching up later gives the same document).
+
+Each document has the message's words and, boosted lower, the previous message's words
+(the same two fields as FTS5's ``search_fts``), the thread, the id and the sent time as
+fast fields for the scope filters. Words are folded to ASCII and stemmed with the Snowball
+English stemmer, like PostgreSQL's ``nod_search`` configuration. Score ties are broken
+by id, as the SQL backends do, by reading past the boundary until the tie ends.
+
+One process writes: tantivy's writer lock is per directory. A second process on the
+same file (``nod tool`` while ``nod run`` serves) searches the index when it is already
+caught up for the snapshot and otherwise falls back to FTS5, which is exact, only slower.
+PostgreSQL deployments do not use it (several workers, one shared ``tsvector`` index).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+from functools import partial
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import tantivy
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from core.errors import StorageError
+from core.history.engine import CONTEXT_WEIGHT, Hit, Scope
+from core.storage.schema import messages
+
+log = logging.getLogger("nod.history.index")
+T = TypeVar("T")
+FORMAT = 1  # bump when the schema or the analyzer changes: the index is then rebuilt
+ANALYZER = "nod_words"
+BATCH = 20_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_GAP = text(
+    """SELECT m.id, m.thread_id, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
+        WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
+        ORDER BY p.id DESC LIMIT 1), '') AS context
+    FROM messages m WHERE m.id > :after AND m.role != 'tool' ORDER BY m.id LIMIT :batch"""
+)
+
+
+def _guarded(work: Callable[[], T]) -> T:
+    """Run a tantivy call; its failures (a Rust panic is a BaseException) become IndexFailure."""
+    try:
+        return work()
+    except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is not an Exception
+        log.error("search_index_failed error=%s", type(exc).__name__)
+        raise IndexFailure("The search index failed; the database's own index answers instead.") from exc
+
+
+class IndexFailure(StorageError):
+    """The derived index could not answer; callers fall back to the database's index."""
+
+
+def _micros(moment: datetime) -> int:
+    return int((moment - _EPOCH).total_seconds() * 1_000_000)
+
+
+def _schema() -> Any:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("text", tokenizer_name=ANALYZER)
+    builder.add_text_field("context", tokenizer_name=ANALYZER)
+    builder.add_integer_field("id", stored=False, indexed=True, fast=True)
+    builder.add_integer_field("thread", stored=False, indexed=True, fast=True)
+    builder.add_integer_field("sent", stored=False, indexed=True, fast=True)
+    return builder.build()
+
+
+def _analyzer() -> Any:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(64))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The database file behind a SQLite URL, or None (PostgreSQL, in-memory)."""
+    prefix = "sqlite+aiosqlite:///"
+    if not url.startswith(prefix) or url.endswith(":memory:") or len(url) == len(prefix):
+        return None
+    return Path(url[len(prefix):].split("?", 1)[0])
+
+
+class DerivedIndex:
+    def __init__(self, directory: Path, engine: AsyncEngine) -> None:
+        self._directory = directory
+        self._engine = engine
+        self._schema = _schema()
+        self._index = self._open()
+        self._writer: Any | None = None
+        self._writer_tried = False
+        self._watermark = self._indexed_max()
+        self._lock = asyncio.Lock()
+
+    @property
+    def watermark(self) -> int:
+        """The highest message id indexed."""
+        return self._watermark
+
+    @classmethod
+    def beside(cls, database_url: str, engine: AsyncEngine) -> DerivedIndex | None:
+        """The index next to a SQLite file (``nod.db`` → ``nod.db.search/``), or None."""
+        path = sqlite_file(database_url)
+        if path is None:
+            return None
+        try:
+            return cls(path.with_name(path.name + ".search"), engine)
+        except (OSError, ValueError) as exc:  # unusable directory: search stays on FTS5
+            log.warning("search_index_unavailable error=%s", exc)
+            return None
+
+    def _open(self) -> Any:
+        marker = self._directory / "nod-format.json"
+        if self._directory.exists() and (not marker.exists() or json.loads(marker.read_text()) != {"format": FORMAT}):
+            log.info("search_index_rebuild reason=format dir=%s", self._directory)
+            shutil.rmtree(self._directory)
+        self._directory.mkdir(parents=True, exist_ok=True)
+        index = tantivy.Index(self._schema, path=str(self._directory), reuse=True)
+        index.register_tokenizer(ANALYZER, _analyzer())
+        marker.write_text(json.dumps({"format": FORMAT}))
+        return index
+
+    def _indexed_max(self) -> int:
+        self._index.reload()
+        searcher = self._index.searcher()
+        found = searcher.search(tantivy.Query.all_query(), 1, count=False, order_by_field="id")
+        return int(found.hits[0][0]) if found.hits else 0
+
+    def _acquire_writer(self) -> Any | None:
+        if not self._writer_tried:
+            self._writer_tried = True
+            try:
+                self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
+            except ValueError as exc:  # another process holds the lock: read-only here
+                log.info("search_index_read_only reason=%s", exc)
+        return self._writer
+
+    async def ready_for(self, snapshot: int) -> bool:
+        """Catch up to ``snapshot`` if this process may write; whether the index covers it."""
+        if self._watermark >= snapshot:
+            return True
+        async with self._lock:
+            try:
+                if self._watermark < snapshot:  # another process may have caught up meanwhile
+                    latest = await asyncio.to_thread(_guarded, self._indexed_max)
+                    self._watermark = max(self._watermark, latest)
+                if self._watermark < snapshot and self._acquire_writer() is not None:
+                    await self._catch_up()
+            except IndexFailure:
+                return False
+        return self._watermark >= snapshot
+
+    async def warm(self) -> None:
+        """Index everything stored so far (``nod run`` does this at start, in the background)."""
+        try:
+            async with self._engine.connect() as conn:
+                newest = (await conn.execute(text("SELECT coalesce(max(id), 0) FROM messages"))).scalar_one()
+            await self.ready_for(int(newest))
+        except Exception:  # noqa: BLE001 - a background warm-up only logs; searches catch up themselves
+            log.exception("search_index_warm_failed")
+
+    async def _catch_up(self) -> None:
+        added = 0
+        async with self._engine.connect() as conn:
+            while True:
+                rows = (await conn.execute(_GAP, {"after": self._watermark, "batch": BATCH})).all()
+                if not rows:
+                    break
+                await asyncio.to_thread(_guarded, partial(self._add, rows))
+                self._watermark = int(rows[-1].id)
+                added += len(rows)
+        if added:
+            log.info("search_index_caught_up added=%s watermark=%s", added, self._watermark)
+
+    def _add(self, rows: Sequence[Any]) -> None:
+        writer = self._writer
+        try:
+            self._write(writer, rows)
+        except BaseException:
+            writer.rollback()  # nothing half-added stays behind; the watermark did not move
+            raise
+        self._index.reload()
+
+    @staticmethod
+    def _write(writer: Any, rows: Sequence[Any]) -> None:
+        for row in rows:
+            sent = row.sent_at if isinstance(row.sent_at, datetime) else datetime.fromisoformat(row.sent_at)
+            sent = sent if sent.tzinfo else sent.replace(tzinfo=timezone.utc)
+            writer.add_document(tantivy.Document(
+                text=row.text, context=row.context, id=int(row.id), thread=int(row.thread_id), sent=_micros(sent)))
+        writer.commit()
+
+    def _query(self, terms: Sequence[str], scope: Scope) -> Any:
+        quoted = " ".join('"' + t.replace("\\", " ").replace('"', " ") + '"' for t in terms)
+        words = self._index.parse_query(quoted, ["text", "context"], field_boosts={"text": 1.0, "context": CONTEXT_WEIGHT})
+        Integer = tantivy.FieldType.Integer
+        filters = [
+            tantivy.Query.term_query(self._schema, "thread", scope.thread_id),
+            tantivy.Query.range_query(self._schema, "id", Integer, None, scope.snapshot),
+        ]
+        if scope.start is not None:
+            filters.append(tantivy.Query.range_query(self._schema, "sent", Integer, _micros(scope.start), None))
+        for upper in (scope.end, scope.before):
+            if upper is not None:
+                filters.append(tantivy.Query.range_query(self._schema, "sent", Integer, None, _micros(upper), include_upper=False))
+        clauses = [(tantivy.Occur.Must, words)]
+        clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
+        return tantivy.Query.boolean_query(clauses)
+
+    def count(self, terms: Sequence[str], scope: Scope) -> int:
+        return int(self._index.searcher().search(self._query(terms, scope), 1, count=True).count)
+
+    async def count_matches(self, conn: AsyncConnection, terms: Sequence[str], scope: Scope) -> int:
+        return _guarded(lambda: self.count(terms, scope))
+
+    async def newest(self, conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
+        return _guarded(lambda: self.newest_ids(terms, scope, limit, offset))
+
+    def _top(self, terms: Sequence[str], scope: Scope, wanted: int, field: str | None) -> list[tuple[float, int]]:
+        """At least ``wanted`` hits as (key, id), read on until the key at the boundary changes."""
+        searcher = self._index.searcher()
+        query = self._query(terms, scope)
+        fetch = wanted + 16
+        while True:
+            if field:
+                found = searcher.search(query, fetch, count=False, order_by_field=field)
+            else:
+                found = searcher.search(query, fetch, count=False)
+            ids = searcher.fast_field_values("id", [address for _, address in found.hits])
+            hits = [(float(key), int(i)) for (key, _), i in zip(found.hits, ids, strict=True)]
+            if len(hits) < fetch or wanted == 0 or hits[-1][0] != hits[wanted - 1][0]:
+                return hits
+            fetch *= 4
+
+    def ranked_ids(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[tuple[int, float]]:
+        """(id, score), best first, ties by id: the same order the SQL backends give."""
+        hits = sorted(self._top(terms, scope, offset + limit, None), key=lambda h: (-h[0], h[1]))
+        return [(i, score) for score, i in hits[offset:offset + limit]]
+
+    def newest_ids(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
+        hits = sorted(self._top(terms, scope, offset + limit, "sent"), key=lambda h: (-h[0], -h[1]))
+        return [i for _, i in hits[offset:offset + limit]]
+
+    async def ranked(
+        self, conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0
+    ) -> list[Hit]:
+        best = _guarded(lambda: self.ranked_ids(terms, scope, limit, offset))
+        if not best:
+            return []
+        query = select(messages.c.id, messages.c.role, messages.c.text).where(messages.c.id.in_([i for i, _ in best]))
+        rows = {r.id: r for r in await conn.execute(query)}
+        return [Hit(i, rows[i].role, rows[i].text, score) for i, score in best if i in rows]

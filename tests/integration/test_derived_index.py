@@ -1,0 +1,83 @@
+"""The derived tantivy index: caught up from the database, read-only beside a writer, rebuilt."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.clock import SystemClock
+from core.history.derived import DerivedIndex, sqlite_file
+from core.history.engine import Scope
+from core.history.search import HistorySearch
+from core.storage.database import create_engine
+from core.storage.messages import MessageStore, NewMessage, Role
+from core.storage.migrations import migrate
+from core.storage.owners import Owner, OwnerStore
+
+T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
+
+
+async def _setup(tmp_path: Path) -> tuple[AsyncEngine, Owner, MessageStore, Path]:
+    db = tmp_path / "nod.db"
+    engine = create_engine(f"sqlite+aiosqlite:///{db}")
+    await migrate(engine)
+    owner = await OwnerStore(engine).add("ana", "UTC", (), T0)
+    store = MessageStore(engine, SystemClock())
+    return engine, owner, store, db
+
+
+async def _say(store: MessageStore, owner: Owner, n: int, text: str) -> int:
+    stored = await store.append(NewMessage(owner.id, Role.OWNER, text, "t", T0 + timedelta(minutes=n)))
+    return stored.message.id
+
+
+async def test_the_index_catches_up_before_each_search_and_answers_from_tantivy(tmp_path: Path) -> None:
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine)
+    assert index is not None and index.watermark == 0
+    search = HistorySearch(engine, store, index)
+    first = await _say(store, owner, 1, "We sailed to the Berlengas islands")
+    assert [r["id"] for r in (await search.search(owner, {"query": "island"}))["results"]] == [first]
+    assert index.watermark == first
+    second = await _say(store, owner, 2, "The island ferry was late")
+    answer = await search.search(owner, {"query": "islands ferry"})
+    assert [r["id"] for r in answer["results"]] == [second, first] and answer["totalMatches"] == 2
+    assert index.watermark == second and index.count(("island",), Scope(thread_id=1, snapshot=second)) == 2
+    await engine.dispose()
+
+
+async def test_a_second_process_reads_when_caught_up_and_falls_back_when_behind(tmp_path: Path) -> None:
+    engine, owner, store, db = await _setup(tmp_path)
+    writer = DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine)
+    first = await _say(store, owner, 1, "Lunch at the harbour")
+    assert writer is not None and await writer.ready_for(first)
+    reader = DerivedIndex(db.with_name("nod.db.search"), engine)  # the writer lock is taken
+    assert await reader.ready_for(first)
+    later = await _say(store, owner, 2, "Dinner at the harbour too")
+    assert not await reader.ready_for(later)  # cannot write: FTS5 answers instead, exactly
+    answer = await HistorySearch(engine, store, reader).search(owner, {"query": "harbour"})
+    assert sorted(r["id"] for r in answer["results"]) == [first, later] and answer["totalMatches"] == 2
+    await engine.dispose()
+
+
+async def test_an_index_of_another_format_is_rebuilt_from_the_database(tmp_path: Path) -> None:
+    engine, owner, store, db = await _setup(tmp_path)
+    folder = db.with_name("nod.db.search")
+    folder.mkdir()
+    (folder / "nod-format.json").write_text(json.dumps({"format": -1}))
+    (folder / "stale-file").write_text("left by an older Nod")
+    message = await _say(store, owner, 1, "Remember the blue door")
+    index = DerivedIndex(folder, engine)
+    assert not (folder / "stale-file").exists() and index.watermark == 0
+    assert [r["id"] for r in (await HistorySearch(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    await engine.dispose()
+
+
+def test_only_a_sqlite_file_gets_a_derived_index() -> None:
+    assert sqlite_file("sqlite+aiosqlite:///nod.db") == Path("nod.db")
+    assert sqlite_file("sqlite+aiosqlite:////var/lib/nod/nod.db?mode=rwc") == Path("/var/lib/nod/nod.db")
+    assert sqlite_file("sqlite+aiosqlite:///:memory:") is None
+    assert sqlite_file("postgresql+asyncpg://u@h/db") is None
