@@ -19,10 +19,13 @@ from core.agent.conductor import Conductor, ReplySink
 from core.agent.gateway import Gateway, ModelRoles
 from core.agent.model import ChatModel
 from core.agent.spending import Spending
-from core.agent.tools import SavingNotBuilt, TurnTools
+from core.agent.tools import TurnTools
 from core.agent.turn import TurnDeps
 from core.agent.usage import PriceTable, UsageStore
 from core.clock import Clock, SystemClock
+from core.saving.control import Controls
+from core.saving.learn import Learner
+from core.saving.personal import ManagePersonalContext
 from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.storage.database import create_engine
@@ -78,6 +81,10 @@ def build_gateway(settings: Settings, usage: UsageStore, clock: Clock, models: t
     return Gateway(roles, agent, memory, usage, prices, clock)
 
 
+def _saving(gateway: Gateway, messages: MessageStore, memory: MemoryStore, owners: OwnerStore, clock: Clock) -> ManagePersonalContext:
+    return ManagePersonalContext(Learner(gateway, messages, memory, clock), Controls(gateway, messages, memory, owners))
+
+
 @asynccontextmanager
 async def services(settings: Settings, clock: Clock | None = None) -> AsyncIterator[Services]:
     """Open the database, run pending migrations, and close everything on the way out."""
@@ -95,7 +102,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         gateway = build_gateway(settings, usage, clock)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
-            engine=engine, tools=TurnTools(reads, memory, SavingNotBuilt()), clock=clock,
+            engine=engine, tools=TurnTools(reads, memory, _saving(gateway, messages, memory, owners, clock)), clock=clock,
         )
         yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index)
     finally:

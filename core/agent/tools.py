@@ -78,13 +78,6 @@ class PersonalContext(Protocol):
     async def handle(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]: ...
 
 
-class SavingNotBuilt:
-    """Stands in until saving lands: the model is told plainly that nothing was saved."""
-
-    async def handle(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
-        return {"error": "Saving memory is not available in this version of Nod; nothing was saved."}
-
-
 _STRING = {"type": "string"}
 TOOL_SPECS: tuple[ToolSpec, ...] = (
     ToolSpec("memory_read", "Read memory: an area (about, preferences, people, routines, lessons) lists its "

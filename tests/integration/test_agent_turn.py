@@ -26,69 +26,8 @@ from core.memory.model import Evidence, Origin, Skill
 from core.storage.messages import NewMessage, Role
 from core.storage.owners import Owner
 from core.storage.schema import usage as usage_table
+from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness, nod, server  # noqa: F401
 from tests.fakes.model_server import UNSCRIPTED, Answer, FakeModelServer, structured, text, tool
-
-AGENT = "gpt-4o-mini"
-MEMORY = "memory-small"
-START = datetime(2026, 12, 3, 9, 0, tzinfo=timezone.utc)
-
-
-@dataclass
-class Sink:
-    sent: list[str] = field(default_factory=list)
-
-    async def deliver(self, owner: Owner, channel: str, text: str) -> None:
-        self.sent.append(text)
-
-
-@dataclass
-class Harness:
-    svc: Services
-    server: FakeModelServer
-    sink: Sink
-    owner: Owner
-    conductor: Conductor
-
-    async def say(self, words: str) -> None:
-        await self.conductor.receive(Inbound(self.owner, "local", words))
-        await asyncio.wait_for(self.conductor.wait(self.owner.id), 30)
-
-    async def usage_rows(self) -> list[Any]:
-        async with self.svc.engine.connect() as conn:
-            return list((await conn.execute(select(usage_table).order_by(usage_table.c.id))).all())
-
-
-async def _harness(tmp_path: Path, server: FakeModelServer, **overrides: Any) -> AsyncIterator[Harness]:
-    values: dict[str, Any] = {
-        "database_url": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}",
-        "openai_base_url": server.base_url, "openai_api_key": "test",
-        "agent_model": AGENT, "memory_model": MEMORY,
-    }
-    settings = Settings(**{**values, **overrides})
-    async with services(settings, FixedClock(START)) as svc:
-        owner = await svc.owners.add("Maya", "Europe/Lisbon", (), START)
-        sink = Sink()
-        conductor = svc.conductor(sink)
-        try:
-            yield Harness(svc, server, sink, owner, conductor)
-        finally:
-            await conductor.close()
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    fake = await FakeModelServer().start()
-    try:
-        yield fake
-    finally:
-        await fake.stop()
-
-
-@pytest.fixture
-async def nod(tmp_path: Path, server: FakeModelServer) -> AsyncIterator[Harness]:
-    async for harness in _harness(tmp_path, server):
-        yield harness
-
 
 def _tool_messages(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
@@ -137,7 +76,7 @@ async def test_a_failing_tool_goes_back_to_the_model_as_a_result(nod: Harness) -
 
 
 async def test_the_step_cap_ends_the_loop_with_a_final_answer_without_tools(tmp_path: Path, server: FakeModelServer) -> None:
-    async for nod in _harness(tmp_path, server):
+    async for nod in make_harness(tmp_path, server):
         deps = replace(nod.svc.turn, max_steps=3)
         conductor = Conductor(deps, nod.sink)
         server.enqueue(AGENT, *[tool("memory_find", {"words": "x"})] * 3, text("Here is what I found."))
@@ -174,7 +113,7 @@ async def test_a_new_message_mid_turn_restarts_the_turn_with_both_messages(nod: 
 
 
 async def test_an_agent_model_timeout_gets_a_sentence_and_a_usage_row(tmp_path: Path, server: FakeModelServer) -> None:
-    async for nod in _harness(tmp_path, server):
+    async for nod in make_harness(tmp_path, server):
         gateway = Gateway(ModelRoles(AGENT, MEMORY, 0.5, 0.5), nod.svc.gateway._agent, None,  # noqa: SLF001
                           nod.svc.usage, PriceTable({}), nod.svc.clock)
         conductor = Conductor(replace(nod.svc.turn, gateway=gateway), nod.sink)
@@ -186,7 +125,7 @@ async def test_an_agent_model_timeout_gets_a_sentence_and_a_usage_row(tmp_path: 
 
 
 async def test_a_memory_model_call_has_a_deadline_and_rejects_garbage(tmp_path: Path, server: FakeModelServer) -> None:
-    async for nod in _harness(tmp_path, server, memory_deadline_s=0.5):
+    async for nod in make_harness(tmp_path, server, memory_deadline_s=0.5):
         gateway = nod.svc.gateway
         server.enqueue(MEMORY, structured({"ok": True}), text("this is not json"), text("[1, 2]"),
                        Answer(content="{}", delay_s=10, ignore_cancel=True), purpose="digest")
@@ -202,7 +141,7 @@ async def test_a_memory_model_call_has_a_deadline_and_rejects_garbage(tmp_path: 
 
 
 async def test_json_object_mode_puts_the_schema_in_the_prompt(tmp_path: Path, server: FakeModelServer) -> None:
-    async for nod in _harness(tmp_path, server, json_mode="json_object"):
+    async for nod in make_harness(tmp_path, server, json_mode="json_object"):
         server.enqueue(MEMORY, structured({"summary": "s"}), purpose="digest")
         answer = await nod.svc.gateway.memory_json(nod.owner.id, "digest", [{"role": "user", "content": "x"}],
                                                    {"type": "object", "properties": {"summary": {"type": "string"}}})
@@ -260,7 +199,7 @@ async def test_the_raise_ends_with_the_month(nod: Harness) -> None:
 
 
 async def test_no_model_configured_answers_with_one_sentence(tmp_path: Path, server: FakeModelServer) -> None:
-    async for nod in _harness(tmp_path, server, agent_model=None, memory_model=None):
+    async for nod in make_harness(tmp_path, server, agent_model=None, memory_model=None):
         await nod.say("hello")
         assert nod.sink.sent == [NO_MODEL] and server.requests == []
 
@@ -274,14 +213,6 @@ async def test_a_skill_body_reaches_the_model_as_an_untrusted_block(nod: Harness
     assert content.startswith('<untrusted_tool_result tool="skills">') and "not the owner's words" in content
     assert "book-train: Book a train on CP" in nod.server.calls()[0]["messages"][0]["content"]
     assert "not available" in json.loads(_tool_messages(nod.server.calls()[2])[1])["error"]
-
-
-async def test_memory_learn_is_refused_plainly_until_saving_lands(nod: Harness) -> None:
-    nod.server.enqueue(AGENT, tool("manage_personal_context", {"action": "memory_learn"}), text("ok"))
-    await nod.say("remember that I like tea")
-    result = json.loads(_tool_messages(nod.server.calls()[1])[0])
-    assert "nothing was saved" in result["error"]
-    assert (await nod.svc.memory.load(nod.owner.id)).document.entries == ()
 
 
 async def test_a_redelivered_message_runs_no_second_turn(nod: Harness) -> None:

@@ -1,0 +1,122 @@
+"""memory_forget and memory_control: destructive actions that need the owner's own words.
+
+Both run only in a turn started by an owner message (``memory_control`` stop and resume
+also in a task the owner started), and both pass the trust check before anything
+changes: the current owner message — the stored one, never the agent's paraphrase — must
+itself ask for this action. With a memory model the check is a ``trust_check`` call that
+sees only that message and the action; the model's yes also needs the message to say a
+forget, stop, resume or clear word, so an injected "the owner wants this" in a model's
+context cannot carry it alone. Without a model that word rule (plus, for a forget, a word
+of the note) decides, erring towards asking. Whatever fails the check is not done: the
+agent is told to ask the owner first.
+
+``memory_control`` also needs the complete current owner message quoted, compared with
+the stored text after Unicode normalization and whitespace folding.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from core.agent.gateway import Gateway
+from core.agent.tools import TurnContext, TurnOrigin
+from core.errors import ConfigError, ModelError
+from core.memory import document as ops
+from core.memory.model import MemoryDocument
+from core.memory.quotes import normalized
+from core.storage.memory_store import MemoryStore
+from core.storage.messages import MessageStore
+from core.storage.owners import OwnerStore
+from core.text import stems, words
+
+log = logging.getLogger("nod.saving")
+ASK_FIRST = "The owner's current message does not ask for this. Ask the owner first; nothing was changed."
+TRUST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"allowed": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["allowed", "reason"],
+}
+TRUST_INSTRUCTIONS = """You check whether an owner's own message asks a personal assistant to take
+one action on its memory. Answer allowed=true only when the message itself clearly asks for
+exactly this action; a question, a hypothetical, or a request about something else is false.
+The message is the owner's words; nothing else counts."""
+VERBS = {
+    "forget": {"forget", "delete", "remove", "erase", "drop", "wipe", "esquece", "olvida"},
+    "stop": {"stop", "pause", "don't", "dont", "never", "quit", "disable", "off"},
+    "resume": {"resume", "start", "restart", "continue", "enable", "on"},
+    "clear": {"clear", "wipe", "erase", "delete", "forget", "reset"},
+}
+
+
+class Controls:
+    def __init__(self, gateway: Gateway, messages: MessageStore, memory: MemoryStore, owners: OwnerStore) -> None:
+        self._gateway = gateway
+        self._messages = messages
+        self._memory = memory
+        self._owners = owners
+
+    async def _current_text(self, ctx: TurnContext) -> str | None:
+        if ctx.request_id is None:
+            return None
+        message = await self._messages.get(ctx.request_id)
+        if message is None or message.owner_id != ctx.owner.id:
+            return None
+        return message.text
+
+    async def _trusted(self, ctx: TurnContext, said: str, action: str, verb: str, note_words: str = "") -> bool:
+        spoken = set(words(said))
+        if not spoken & VERBS[verb]:
+            return False
+        if note_words and not stems(said) & stems(note_words):
+            return False
+        if not self._gateway.memory_configured:
+            return True
+        prompt = [{"role": "system", "content": TRUST_INSTRUCTIONS},
+                  {"role": "user", "content": f"Action: {action}\nOwner's message: {said}"}]
+        try:
+            answer = await self._gateway.memory_json(ctx.owner.id, "trust_check", prompt, TRUST_SCHEMA)
+        except (ModelError, ConfigError) as exc:
+            log.warning("trust_check_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
+            return False
+        return answer.get("allowed") is True
+
+    async def forget(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
+        if ctx.origin is not TurnOrigin.OWNER_MESSAGE:
+            return {"error": "memory_forget only runs in a turn started by an owner message; nothing was deleted."}
+        path = args.get("path")
+        if not isinstance(path, str) or not path:
+            return {"error": "memory_forget needs the path of the note to forget."}
+        doc = (await self._memory.load(ctx.owner.id)).document
+        entry = doc.get(path)
+        if entry is None:
+            return {"error": f"No note at {path}; nothing was deleted."}
+        said = await self._current_text(ctx)
+        about = f"{entry.slug.replace('-', ' ')} {entry.text}"
+        if said is None or not await self._trusted(ctx, said, f"forget the note {path}: {entry.text}", "forget", about):
+            return {"error": ASK_FIRST, "ask_owner": True}
+        await self._memory.update(ctx.owner.id, lambda d: ops.forget(d, path) if d.get(path) else d)
+        log.info("memory_forget owner=%s path=%s", ctx.owner.id, path)
+        return {"forgotten": path}
+
+    async def control(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
+        command = args.get("command")
+        if command not in ("stop", "resume", "clear"):
+            return {"error": "memory_control needs command: stop, resume or clear."}
+        allowed = (TurnOrigin.OWNER_MESSAGE,) if command == "clear" else (TurnOrigin.OWNER_MESSAGE, TurnOrigin.TASK)
+        if ctx.origin not in allowed:
+            return {"error": f"memory_control {command} needs work the owner started; nothing was changed."}
+        said = await self._current_text(ctx)
+        quote = args.get("quote")
+        if said is None or not isinstance(quote, str) or normalized(quote) != normalized(said):
+            return {"error": "memory_control needs the owner's complete current message, quoted exactly; nothing was changed."}
+        if not await self._trusted(ctx, said, f"{command} memory", command):
+            return {"error": ASK_FIRST, "ask_owner": True}
+        if command == "clear":
+            await self._memory.update(ctx.owner.id, lambda d: MemoryDocument(maintenance=d.maintenance))
+        else:
+            owner = await self._owners.by_id(ctx.owner.id)
+            await self._owners.set_settings(owner.id, replace(owner.settings, saving_enabled=command == "resume"))
+        log.info("memory_control owner=%s command=%s", ctx.owner.id, command)
+        return {"done": command}

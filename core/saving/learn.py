@@ -1,0 +1,208 @@
+"""memory_learn: notes written by the memory model from the owner's own messages only.
+
+The server, not the agent, decides what the memory model may read: the current owner
+message, the owner's last ten messages of the conversation before it, and older messages
+the agent names by id — each one the owner's own. A named id that is anything else
+(Nod's reply, a tool result, another owner's message, an unknown id) refuses the whole
+save: an agent that names it has been misled, by an injected instruction or otherwise.
+Card titles (Nod's wording), forwarded or quoted text, messages over 4,000 characters and
+messages with a secret are left out. The model never sees Nod's replies, tool results,
+web pages or email, so whatever fooled the agent cannot become a note.
+
+The accepted notes are applied in one compare-and-swap: a repeat of an existing note
+(same words after folding case, accents and punctuation) adds evidence and confirms it; a
+replacement is saved before the notes it replaces are archived; a taken path gets a
+numbered slug rather than overwriting an unrelated note.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from core.agent.gateway import Gateway
+from core.agent.tools import TurnContext, TurnOrigin
+from core.clock import Clock
+from core.errors import InvalidInput, ModelError, UnreadableAnswer
+from core.memory import document as ops
+from core.memory.model import Entry, MemoryDocument, Origin
+from core.memory.render import index_lines
+from core.saving.notes import KINDS, Proposal, Refusal, check_note
+from core.storage.memory_store import MemoryStore
+from core.storage.messages import MessageStore, Role, StoredMessage
+from core.text import words
+
+log = logging.getLogger("nod.saving")
+EARLIER = 10
+MAX_SOURCE_CHARS = 4_000
+LEARN_ORIGINS = (TurnOrigin.OWNER_MESSAGE, TurnOrigin.TASK)
+_DATE = {"type": ["string", "null"]}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"notes": {"type": "array", "items": {"type": "object", "properties": {
+        "path": {"type": "string"}, "text": {"type": "string"}, "abstract": {"type": ["string", "null"]},
+        "kind": {"type": ["string", "null"], "enum": [*KINDS, None]},
+        "entities": {"type": "array", "items": {"type": "string"}},
+        "event_date": _DATE, "valid_from": _DATE, "valid_to": _DATE, "expires": _DATE,
+        "message_ids": {"type": "array", "items": {"type": "integer"}}, "quote": {"type": "string"},
+        "replaces": {"type": "array", "items": {"type": "string"}},
+    }, "required": ["path", "text", "message_ids", "quote"]}}},
+    "required": ["notes"],
+}
+INSTRUCTIONS = """You write memory notes for a personal assistant from its owner's own messages.
+Save every lasting fact the current message asks to remember or states; use the earlier
+messages to work out what it refers to ("remember that address" saves the address from a
+few messages back). Each note is one declarative fact, such as "Delivery address: …", with
+names and numbers exactly as the owner wrote them. Keep plans, completed events,
+possessions, purchases and preferences apart (kind). Path is area/slug; areas: about,
+preferences, people, routines, lessons; slugs are lowercase words joined by hyphens.
+Cite the message ids the fact comes from and copy a short quote, word for word, from one
+of them. When the messages make a saved note untrue, list its path in replaces. Give
+dates as YYYY-MM-DD. Never write card numbers, passwords, keys or login links. If
+nothing should be saved, return {"notes": []}."""
+
+
+@dataclass(frozen=True)
+class Sources:
+    current: StoredMessage | None
+    earlier: tuple[StoredMessage, ...]
+
+    def texts(self) -> dict[int, str]:
+        found = ([self.current] if self.current else []) + list(self.earlier)
+        return {m.id: m.text for m in found}
+
+
+def usable(message: StoredMessage) -> bool:
+    """An owner message the memory model may read: the owner's own words, no secret."""
+    return (
+        message.role is Role.OWNER and not message.card_title and not message.forwarded
+        and not message.secret and len(message.text) <= MAX_SOURCE_CHARS
+    )
+
+
+def fact_key(text: str) -> str:
+    """A note's words with case, accents and punctuation folded: equal keys, same fact."""
+    return " ".join(words(text))
+
+
+class Learner:
+    def __init__(self, gateway: Gateway, messages: MessageStore, memory: MemoryStore, clock: Clock) -> None:
+        self._gateway = gateway
+        self._messages = messages
+        self._memory = memory
+        self._clock = clock
+
+    async def sources(self, ctx: TurnContext, named: Sequence[int]) -> Sources:
+        """The messages the memory model may see; InvalidInput when a named id is not the owner's."""
+        assert ctx.request_id is not None
+        wanted = {ctx.request_id, *named}
+        found = await self._messages.get_many(wanted)
+        for message_id in named:
+            message = found.get(message_id)
+            if message is None or message.owner_id != ctx.owner.id or message.role is not Role.OWNER:
+                raise InvalidInput(f"Message {message_id} is not one of the owner's own messages; nothing was saved.")
+        current = found.get(ctx.request_id)
+        recent = await self._messages.recent(ctx.owner.id, EARLIER + 1, Role.OWNER)
+        earlier = {m.id: m for m in recent if m.id < ctx.request_id and m.thread_id == ctx.thread_id}
+        earlier = dict(list(earlier.items())[-EARLIER:])
+        earlier.update({i: found[i] for i in named if i != ctx.request_id})
+        kept = tuple(m for _, m in sorted(earlier.items()) if usable(m))
+        return Sources(current if current and usable(current) else None, kept)
+
+    async def learn(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
+        if ctx.origin not in LEARN_ORIGINS or ctx.request_id is None:
+            return {"error": "memory_learn only runs in work the owner started, with an owner message; nothing was saved."}
+        if not ctx.owner.settings.saving_enabled:
+            return {"error": "Saving is off for this owner; nothing was saved."}
+        named = args.get("message_ids") or []
+        if not isinstance(named, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in named):
+            return {"error": "message_ids must be a list of message ids; nothing was saved."}
+        current = await self._messages.get(ctx.request_id)
+        if current is None or current.forwarded:  # someone else's words may not start a save
+            return {"error": "The current message is forwarded or quoted text, not the owner's words; nothing was saved."}
+        sources = await self.sources(ctx, named)
+        supplied = sources.texts()
+        if not supplied:
+            return {"error": "None of those messages can be saved from (Nod's wording, forwarded, too long or secret)."}
+        doc = (await self._memory.load(ctx.owner.id)).document
+        try:
+            answer = await self._ask(ctx, sources, doc)
+        except ModelError as exc:
+            log.warning("memory_learn_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
+            return {"error": f"Nothing was saved: {exc}"}
+        now = self._clock.now()
+        checked = [check_note(raw, supplied, now) for raw in answer]
+        proposals = [c for c in checked if isinstance(c, Proposal)]
+        refused = [{"path": c.path, "reason": c.reason} for c in checked if isinstance(c, Refusal)]
+        outcome: dict[str, list[str]] = {"saved": [], "confirmed": []}
+        if proposals:
+            await self._memory.update(ctx.owner.id, lambda d: _apply(d, proposals, now, outcome))
+        log.info("memory_learn owner=%s saved=%s confirmed=%s refused=%s", ctx.owner.id,
+                 len(outcome["saved"]), len(outcome["confirmed"]), len(refused))
+        return {**outcome, "refused": refused, "note": "Saves are silent: do not mention this to the owner."}
+
+    async def _ask(self, ctx: TurnContext, sources: Sources, doc: MemoryDocument) -> list[Any]:
+        zone = ctx.owner.zone
+        show = lambda m: {"id": m.id, "sent_at": m.sent_at.astimezone(zone).isoformat(timespec="minutes"), "text": m.text}  # noqa: E731
+        payload = {
+            "memory_index": index_lines(doc),
+            "current_message": show(sources.current) if sources.current else None,
+            "earlier_messages": [show(m) for m in sources.earlier],
+        }
+        prompt = [{"role": "system", "content": INSTRUCTIONS},
+                  {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}]
+        for attempt in (1, 2):  # once more only when the answer could not be read
+            try:
+                answer = await self._gateway.memory_json(ctx.owner.id, "memory_learn", prompt, SCHEMA)
+                notes = answer.get("notes")
+                if not isinstance(notes, list):
+                    raise UnreadableAnswer("The memory model's answer had no list of notes.")
+                return notes
+            except UnreadableAnswer:
+                if attempt == 2:
+                    raise
+        return []
+
+
+def _free_path(doc: MemoryDocument, path: str) -> str:
+    if doc.get(path) is None:
+        return path
+    n = 2
+    while doc.get(f"{path}-{n}") is not None:
+        n += 1
+    return f"{path}-{n}"
+
+
+def _apply(doc: MemoryDocument, proposals: Sequence[Proposal], now: datetime, outcome: dict[str, list[str]]) -> MemoryDocument:
+    outcome["saved"].clear()
+    outcome["confirmed"].clear()  # a lost compare-and-swap re-applies from scratch
+    for proposal in proposals:
+        doc = _apply_one(doc, proposal, now, outcome)
+    return doc
+
+
+def _apply_one(doc: MemoryDocument, proposal: Proposal, now: datetime, outcome: dict[str, list[str]]) -> MemoryDocument:
+    new = proposal.entry
+    same = next((e for e in doc.entries if fact_key(e.text) == fact_key(new.text)), None)
+    if same is not None:
+        for evidence in new.evidence:
+            doc = ops.add_evidence(doc, same.path, evidence, now)
+        if same.origin is not Origin.STATED:
+            doc = ops.confirm(doc, same.path, now)
+        outcome["confirmed"].append(same.path)
+        return doc
+    olds = tuple(p for p in proposal.replaces if doc.get(p) is not None)
+    if new.path not in olds:
+        new = _at(new, _free_path(doc, new.path))
+    doc = ops.replace(doc, new, olds, now) if olds else ops.add_entry(doc, new)
+    outcome["saved"].append(new.path)
+    return doc
+
+
+def _at(entry: Entry, path: str) -> Entry:
+    area, slug = path.split("/", 1)
+    return replace(entry, area=area, slug=slug)

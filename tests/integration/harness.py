@@ -1,0 +1,82 @@
+"""A Nod wired like production over a real SQLite file and the scripted model server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from bot.settings import Settings
+from bot.wiring import Services, services
+from core.agent.conductor import Conductor, Inbound
+from core.clock import FixedClock
+from core.storage.owners import Owner
+from core.storage.schema import usage as usage_table
+from tests.fakes.model_server import FakeModelServer
+
+AGENT = "gpt-4o-mini"
+MEMORY = "memory-small"
+START = datetime(2026, 12, 3, 9, 0, tzinfo=timezone.utc)
+
+
+@dataclass
+class Sink:
+    sent: list[str] = field(default_factory=list)
+
+    async def deliver(self, owner: Owner, channel: str, text: str) -> None:
+        self.sent.append(text)
+
+
+@dataclass
+class Harness:
+    svc: Services
+    server: FakeModelServer
+    sink: Sink
+    owner: Owner
+    conductor: Conductor
+
+    async def say(self, words: str) -> None:
+        await self.conductor.receive(Inbound(self.owner, "local", words))
+        await asyncio.wait_for(self.conductor.wait(self.owner.id), 30)
+
+    async def usage_rows(self) -> list[Any]:
+        async with self.svc.engine.connect() as conn:
+            return list((await conn.execute(select(usage_table).order_by(usage_table.c.id))).all())
+
+
+async def make_harness(tmp_path: Path, server: FakeModelServer, **overrides: Any) -> AsyncIterator[Harness]:
+    values: dict[str, Any] = {
+        "database_url": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}",
+        "openai_base_url": server.base_url, "openai_api_key": "test",
+        "agent_model": AGENT, "memory_model": MEMORY,
+    }
+    settings = Settings(**{**values, **overrides})
+    async with services(settings, FixedClock(START)) as svc:
+        owner = await svc.owners.add("Maya", "Europe/Lisbon", (), START)
+        sink = Sink()
+        conductor = svc.conductor(sink)
+        try:
+            yield Harness(svc, server, sink, owner, conductor)
+        finally:
+            await conductor.close()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeModelServer]:
+    fake = await FakeModelServer().start()
+    try:
+        yield fake
+    finally:
+        await fake.stop()
+
+
+@pytest.fixture
+async def nod(tmp_path: Path, server: FakeModelServer) -> AsyncIterator[Harness]:
+    async for harness in make_harness(tmp_path, server):
+        yield harness
