@@ -27,7 +27,7 @@ from typing import Any
 from core.agent.gateway import Gateway
 from core.agent.tools import TurnContext, TurnOrigin
 from core.clock import Clock
-from core.errors import InvalidInput, ModelError, UnreadableAnswer
+from core.errors import ConfigError, InvalidInput, ModelError, UnreadableAnswer
 from core.memory import document as ops
 from core.memory.model import Entry, MemoryDocument, Origin
 from core.memory.render import index_lines
@@ -131,7 +131,7 @@ class Learner:
         doc = (await self._memory.load(ctx.owner.id)).document
         try:
             answer = await self._ask(ctx, sources, doc)
-        except ModelError as exc:
+        except (ModelError, ConfigError) as exc:
             log.warning("memory_learn_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
             return {"error": f"Nothing was saved: {exc}"}
         now = self._clock.now()
