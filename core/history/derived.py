@@ -10,9 +10,10 @@ thread — is fixed when it is written, so catching up later gives the same docu
 
 Each document has the message's words and, boosted lower, the previous message's words
 (the same two fields as FTS5's ``search_fts``), the thread, the id and the sent time as
-fast fields for the scope filters. Words are folded to ASCII and stemmed with the Snowball
-English stemmer, like PostgreSQL's ``nod_search`` configuration. Score ties are broken
-by id, as the SQL backends do, by reading past the boundary until the tie ends.
+fast fields for the scope filters. Words are folded and stemmed in Python with the Porter
+stemmer Nod uses everywhere (core/text.py), as FTS5's porter tokenizer does, and indexed
+as those stems. Score ties are broken by id, as the SQL backends do, by reading past the
+boundary until the tie ends.
 
 One process writes: tantivy's writer lock is per directory. A second process on the
 same file (``nod tool`` while ``nod run`` serves) searches the index when it is already
@@ -39,10 +40,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from core.errors import StorageError
 from core.history.engine import CONTEXT_WEIGHT, Hit, Scope
 from core.storage.schema import messages
+from core.text import stem, words
 
 log = logging.getLogger("nod.history.index")
 T = TypeVar("T")
-FORMAT = 1  # bump when the schema or the analyzer changes: the index is then rebuilt
+FORMAT = 2  # bump when the schema or the analyzer changes: the index is then rebuilt
 ANALYZER = "nod_words"
 BATCH = 20_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -84,14 +86,13 @@ def _schema() -> Any:
 
 
 def _analyzer() -> Any:
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(64))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
+    """Documents arrive as stems joined by spaces (``stemmed``): the index only splits them."""
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+
+
+def stemmed(text_: str) -> str:
+    """The words Nod compares everywhere else (folded, Porter-stemmed), ready to index."""
+    return " ".join(stem(w) for w in words(text_))
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -208,12 +209,17 @@ class DerivedIndex:
             sent = row.sent_at if isinstance(row.sent_at, datetime) else datetime.fromisoformat(row.sent_at)
             sent = sent if sent.tzinfo else sent.replace(tzinfo=timezone.utc)
             writer.add_document(tantivy.Document(
-                text=row.text, context=row.context, id=int(row.id), thread=int(row.thread_id), sent=_micros(sent)))
+                text=stemmed(row.text), context=stemmed(row.context), id=int(row.id), thread=int(row.thread_id), sent=_micros(sent)))
         writer.commit()
 
     def _query(self, terms: Sequence[str], scope: Scope) -> Any:
-        quoted = " ".join('"' + t.replace("\\", " ").replace('"', " ") + '"' for t in terms)
-        words = self._index.parse_query(quoted, ["text", "context"], field_boosts={"text": 1.0, "context": CONTEXT_WEIGHT})
+        wanted = list(dict.fromkeys(stem(t) for t in terms))
+        should = [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t)) for t in wanted]
+        should += [
+            (tantivy.Occur.Should, tantivy.Query.boost_query(tantivy.Query.term_query(self._schema, "context", t), CONTEXT_WEIGHT))
+            for t in wanted
+        ]
+        words_query = tantivy.Query.boolean_query(should)
         Integer = tantivy.FieldType.Integer
         filters = [
             tantivy.Query.term_query(self._schema, "thread", scope.thread_id),
@@ -224,7 +230,7 @@ class DerivedIndex:
         for upper in (scope.end, scope.before):
             if upper is not None:
                 filters.append(tantivy.Query.range_query(self._schema, "sent", Integer, None, _micros(upper), include_upper=False))
-        clauses = [(tantivy.Occur.Must, words)]
+        clauses = [(tantivy.Occur.Must, words_query)]
         clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
         return tantivy.Query.boolean_query(clauses)
 
