@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import statistics
 import tempfile
 import time
 from datetime import datetime, timezone

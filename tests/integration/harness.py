@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from bot.settings import Settings
@@ -65,18 +64,3 @@ async def make_harness(tmp_path: Path, server: FakeModelServer, **overrides: Any
             yield Harness(svc, server, sink, owner, conductor)
         finally:
             await conductor.close()
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    fake = await FakeModelServer().start()
-    try:
-        yield fake
-    finally:
-        await fake.stop()
-
-
-@pytest.fixture
-async def nod(tmp_path: Path, server: FakeModelServer) -> AsyncIterator[Harness]:
-    async for harness in make_harness(tmp_path, server):
-        yield harness

@@ -4,29 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from bot.settings import Settings
-from bot.wiring import Services, services
 from core.agent.conductor import Conductor, Inbound
 from core.agent.gateway import Gateway, ModelRoles
-from core.agent.turn import NO_MODEL, TurnDeps
+from core.agent.turn import NO_MODEL
 from core.agent.usage import PriceTable, UsageRecord
-from core.clock import FixedClock
 from core.errors import ModelTimeout, UnreadableAnswer
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin, Skill
 from core.storage.messages import NewMessage, Role
-from core.storage.owners import Owner
-from core.storage.schema import usage as usage_table
-from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness, nod, server  # noqa: F401
+from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 from tests.fakes.model_server import UNSCRIPTED, Answer, FakeModelServer, structured, text, tool
 
 def _tool_messages(body: dict[str, Any]) -> list[str]:

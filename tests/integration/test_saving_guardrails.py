@@ -10,7 +10,6 @@ agent's own final text reached the owner (saves are silent).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -281,15 +280,6 @@ def _expected(case: Case, before: tuple[Any, ...]) -> tuple[Any, ...]:
     cleared = case.name.startswith("clear with the owner's words")
     skills = () if cleared or not case.skills else ("book-train",)
     return case.entries, case.archive, skills
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    fake = await FakeModelServer().start()
-    try:
-        yield fake
-    finally:
-        await fake.stop()
 
 
 def test_the_table_has_at_least_forty_rows() -> None:
