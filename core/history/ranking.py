@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from core.history.engine import Hit
 from core.text import stems
 
-WINDOW = 200  # candidates re-ranked; beyond these the backend's order continues
+WINDOW = 100  # candidates re-ranked; beyond these the backend's order continues
 NEIGHBOUR_REACH = 2
 NEIGHBOUR_WEIGHTS = (0.5, 0.2)  # adjacent, then one further away
 OWNER_NAMED_BOOST = 2.0
