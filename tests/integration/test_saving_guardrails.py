@@ -355,3 +355,34 @@ async def test_stop_and_resume_follow_the_owners_words_and_stop_every_save(tmp_p
         assert await _control(nod, "You can resume saving memory", "resume", YES) == {"done": "resume"}
         assert (await nod.svc.owners.by_id(nod.owner.id)).settings.saving_enabled
         assert nod.sink.sent == ["Done."] * 4
+
+
+async def _learn(nod: Harness, words: str, path: str, fact: str, quote: str, replaces: list[str]) -> None:
+    latest = await nod.svc.messages.recent(nod.owner.id, 1)
+    request_id = (latest[-1].id if latest else 0) + 1  # the message receive() is about to store
+    nod.server.enqueue(MEMORY, learned(note(path, fact, [request_id], quote, replaces=replaces)), purpose="memory_learn")
+    nod.server.enqueue(AGENT, tool("manage_personal_context", learn()), text("Done."))
+    await nod.conductor.receive(Inbound(nod.owner, "local", words))
+    await nod.conductor.wait(nod.owner.id)
+
+
+async def test_a_replacement_chain_keeps_every_version_until_forgotten(tmp_path: Path, server: FakeModelServer) -> None:
+    async for nod in make_harness(tmp_path, server):
+        await _learn(nod, "Remember my sister Ana lives in Porto", *SISTER, Q, [])
+        await _learn(nod, "Ana moved: my sister Ana lives in Lisbon", "people/sister", "Sister: Ana, lives in Lisbon",
+                     "my sister Ana lives in Lisbon", ["people/sister"])
+        await _learn(nod, "Now my sister Ana lives in Faro", "people/sister-faro", "Sister: Ana, lives in Faro",
+                     "my sister Ana lives in Faro", ["people/sister"])
+        doc = (await nod.svc.memory.load(nod.owner.id)).document
+        assert [(e.path, e.text, e.replaces) for e in doc.entries] == [
+            ("people/sister-faro", "Sister: Ana, lives in Faro", ("people/sister",))]
+        assert [(r.entry.text, r.replaced_by) for r in doc.archive] == [
+            (SISTER[1], "people/sister"), ("Sister: Ana, lives in Lisbon", "people/sister-faro")]
+        nod.server.enqueue(MEMORY, YES, purpose="trust_check")
+        nod.server.enqueue(AGENT, tool("manage_personal_context", {"action": "memory_forget", "path": "people/sister-faro"}),
+                           text("Done."))
+        await nod.conductor.receive(Inbound(nod.owner, "local", "Please forget where my sister lives"))
+        await nod.conductor.wait(nod.owner.id)
+        doc = (await nod.svc.memory.load(nod.owner.id)).document
+        assert doc.entries == () and doc.archive == ()
+        assert nod.sink.sent == ["Done."] * 4
