@@ -82,3 +82,8 @@ def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> QueryTerms:
         topical = [w for w in distinct if w not in STOP_WORDS] or distinct
     kept = topical[:MAX_QUERY_TERMS]
     return QueryTerms(tuple(kept), dropped=len(topical) - len(kept))
+
+
+def fact_key(text: str) -> str:
+    """A note's words with case, accents and punctuation folded: equal keys, same fact."""
+    return " ".join(words(text))

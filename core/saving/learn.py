@@ -34,7 +34,7 @@ from core.memory.render import index_lines
 from core.saving.notes import KINDS, Proposal, Refusal, check_note
 from core.storage.memory_store import MemoryStore
 from core.storage.messages import MessageStore, Role, StoredMessage
-from core.text import words
+from core.text import fact_key
 
 log = logging.getLogger("nod.saving")
 EARLIER = 10
@@ -82,11 +82,6 @@ def usable(message: StoredMessage) -> bool:
         message.role is Role.OWNER and not message.card_title and not message.forwarded
         and not message.secret and len(message.text) <= MAX_SOURCE_CHARS
     )
-
-
-def fact_key(text: str) -> str:
-    """A note's words with case, accents and punctuation folded: equal keys, same fact."""
-    return " ".join(words(text))
 
 
 class Learner:

@@ -1,0 +1,1 @@
+"""The hourly memory maintenance: repair (no model), then reflect (the memory model)."""
