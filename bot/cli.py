@@ -49,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
 
     chat = sub.add_parser("chat", help="talk to Nod in the terminal (one message a line when piped)")
     chat.add_argument("--owner", required=True)
+    maintenance = sub.add_parser("maintenance", help="the hourly memory maintenance")
+    maintenance_sub = maintenance.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    tick = maintenance_sub.add_parser("run", help="run one maintenance tick now")
+    tick.add_argument("--owner", help="only this owner")
     usage = sub.add_parser("usage", help="model calls and cost, today and this month, by purpose")
     usage.add_argument("--owner", required=True)
 
@@ -95,6 +99,7 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
         ("owners", "set"): lambda s: conversation.owners_set(s, args.name, args.spending_limit),
         ("chat", None): lambda s: conversation.chat(s, args.owner),
         ("usage", None): lambda s: conversation.usage(s, args.owner),
+        ("maintenance", "run"): lambda s: conversation.maintenance_run(s, args.owner),
         ("history", "import"): lambda s: commands.history_import(
             s, args.owner, args.file, commands.stderr_progress()
         ),

@@ -1,4 +1,4 @@
-"""The ``nod`` subcommands about talking and spending: chat, usage, an owner's limit."""
+"""The ``nod`` subcommands about talking, spending and upkeep: chat, usage, limits, maintenance."""
 
 from __future__ import annotations
 
@@ -47,3 +47,9 @@ async def owners_set(svc: Services, name: str, spending_limit: str | None) -> st
     await svc.owners.set_settings(owner.id, replace(owner.settings, spending_limit_usd=limit))
     shown = "the default" if limit is None else f"${limit:.2f} a month"
     return f"{owner.name}'s spending limit is now {shown}."
+
+
+async def maintenance_run(svc: Services, owner_name: str | None) -> str:
+    """One tick now; one line per owner. Nothing is posted to any chat."""
+    ticks = await svc.maintenance.run(owner_name)
+    return "\n".join(t.line() for t in ticks) or "No owners yet."

@@ -14,9 +14,25 @@ from aiohttp import web
 
 from adapters.web.app import build_app
 from bot.settings import Settings
-from bot.wiring import services
+from bot.wiring import Services, services
+from core.maintenance.tick import next_tick
 
 log = logging.getLogger("nod.run")
+
+
+async def _maintenance_loop(svc: Services, stop: asyncio.Event) -> None:
+    """Every hour at minute 7 UTC until stopped; a late wake-up runs one tick (coalesced)."""
+    while not stop.is_set():
+        delay = (next_tick(svc.clock.now()) - svc.clock.now()).total_seconds()
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=max(delay, 0.0))
+            return
+        except asyncio.TimeoutError:
+            pass
+        try:
+            await svc.maintenance.run()
+        except Exception:  # noqa: BLE001 - the loop outlives a failed tick
+            log.exception("maintenance_tick_failed")
 
 
 async def run_server(settings: Settings) -> None:
@@ -29,6 +45,7 @@ async def run_server(settings: Settings) -> None:
         await runner.setup()
         site = web.TCPSite(runner, settings.host, settings.port)
         warming = asyncio.create_task(svc.search_index.warm()) if svc.search_index else None
+        hourly = asyncio.create_task(_maintenance_loop(svc, stop))
         try:
             await site.start()
             log.info("started host=%s port=%s", settings.host, settings.port)
@@ -38,4 +55,5 @@ async def run_server(settings: Settings) -> None:
         finally:
             if warming is not None:
                 warming.cancel()
+            hourly.cancel()
             await runner.cleanup()

@@ -23,12 +23,15 @@ from core.agent.tools import TurnTools
 from core.agent.turn import TurnDeps
 from core.agent.usage import PriceTable, UsageStore
 from core.clock import Clock, SystemClock
+from core.maintenance.reflect import Reflector
+from core.maintenance.tick import MaintenanceJob
 from core.saving.control import Controls
 from core.saving.learn import Learner
 from core.saving.personal import ManagePersonalContext
 from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.storage.database import create_engine
+from core.storage.locks import DatabaseLocks
 from core.storage.memory_store import MemoryStore
 from core.storage.messages import MessageStore
 from core.storage.migrations import migrate
@@ -52,6 +55,7 @@ class Services:
     gateway: Gateway
     turn: TurnDeps
     search_index: DerivedIndex | None
+    maintenance: MaintenanceJob
 
     def conductor(self, sink: ReplySink) -> Conductor:
         return Conductor(self.turn, sink)
@@ -104,6 +108,8 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
             engine=engine, tools=TurnTools(reads, memory, _saving(gateway, messages, memory, owners, clock)), clock=clock,
         )
-        yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index)
+        reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
+        maintenance = MaintenanceJob(owners, memory, reflector, DatabaseLocks(engine), clock)
+        yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index, maintenance)
     finally:
         await engine.dispose()

@@ -222,6 +222,22 @@ class MessageStore:
             rows = (await conn.execute(query)).all()
         return [_stored(r) for r in reversed(rows)]
 
+    async def owner_messages_after(
+        self, owner_id: int, after_id: int, limit: int, sent_before: datetime
+    ) -> list[StoredMessage]:
+        """The owner's own messages (every thread) with id above ``after_id``, in id order,
+        stopping at the first one sent at or after ``sent_before``: reflection's next batch."""
+        query = (
+            select(messages)
+            .where(messages.c.owner_id == owner_id, messages.c.role == Role.OWNER.value, messages.c.id > after_id)
+            .order_by(messages.c.id)
+            .limit(limit)
+        )
+        async with self._engine.connect() as conn:
+            rows = [_stored(r) for r in (await conn.execute(query)).all()]
+        young = next((n for n, m in enumerate(rows) if m.sent_at >= sent_before), len(rows))
+        return rows[:young]
+
     async def count(self, owner_id: int) -> int:
         async with self._engine.connect() as conn:
             query = select(func.count()).select_from(messages).where(messages.c.owner_id == owner_id)

@@ -1,0 +1,129 @@
+"""Reflect: the memory model reads the owner's new messages and proposes inferred notes.
+
+Batches of 40 owner messages after the watermark, oldest first, until caught up; a
+message under 10 minutes old ends the batch there (the owner may still be correcting
+it). Nod's text and tool results are never read; attachments, card titles (Nod's
+wording), forwarded text, messages over 4,000 characters and messages with a secret are
+passed over — the watermark moves past them, the model never sees them. A model error
+or an unreadable answer leaves the batch for the next tick; after the third failure the
+batch is skipped. Operations and the new watermark are one compare-and-swap write that
+first checks the watermark is still where this batch started, so a batch applies once
+even when two workers or a racing write reach it together.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+from core.agent.gateway import Gateway
+from core.clock import Clock
+from core.errors import ConfigError, ModelError, UnreadableAnswer
+from core.maintenance.operations import SCHEMA, Applied, apply_operations
+from core.memory.model import MemoryDocument
+from core.memory.render import index_lines
+from core.saving.learn import MAX_SOURCE_CHARS
+from core.storage.memory_store import MemoryStore
+from core.storage.messages import MessageStore, StoredMessage
+from core.storage.owners import Owner
+
+log = logging.getLogger("nod.maintenance")
+BATCH = 40
+MIN_AGE = timedelta(minutes=10)
+MAX_FAILURES = 3  # the first try and two retries on later ticks
+INSTRUCTIONS = """You keep a personal assistant's memory of its owner up to date from the owner's
+own messages. Record what the owner says about their life, including what a request
+reveals: people, places, possessions, events, plans, numbers, interests and preferences,
+one fact per entry (op "add", path area/slug with areas about, preferences, people,
+routines, lessons). An entry about an event starts with its date (YYYY-MM-DD), with words
+like "yesterday" resolved from the message's sent time. Archive (op "archive") an
+inferred entry only when a newer message replaces it or says it is wrong. Every operation
+cites message ids and copies a short quote word for word from one of them. Every add says
+whether it is sensitive: health, religion, politics, sexuality, gender identity,
+ethnicity, immigration status or criminal history. Never record card numbers, passwords,
+keys or links. Return {"operations": []} when nothing is worth keeping."""
+
+
+@dataclass(frozen=True)
+class ReflectReport:
+    messages: int = 0
+    added: int = 0
+    evidenced: int = 0
+    archived: int = 0
+    dropped: int = 0
+    failed: bool = False
+
+    def plus(self, batch: int, applied: Applied) -> ReflectReport:
+        return ReflectReport(self.messages + batch, self.added + applied.added, self.evidenced + applied.evidenced,
+                             self.archived + applied.archived, self.dropped + applied.dropped, self.failed)
+
+
+def reflectable(message: StoredMessage) -> bool:
+    return not (message.attachment or message.card_title or message.forwarded or message.secret
+                or len(message.text) > MAX_SOURCE_CHARS)
+
+
+class Reflector:
+    def __init__(self, gateway: Gateway, messages: MessageStore, memory: MemoryStore, clock: Clock) -> None:
+        self._gateway = gateway
+        self._messages = messages
+        self._memory = memory
+        self._clock = clock
+
+    async def reflect(self, owner: Owner) -> ReflectReport:
+        report = ReflectReport()
+        while True:
+            doc = (await self._memory.load(owner.id)).document
+            start = doc.maintenance.watermark
+            batch = await self._messages.owner_messages_after(owner.id, start, BATCH, self._clock.now() - MIN_AGE)
+            if not batch:
+                return report
+            readable = {m.id: m.text for m in batch if reflectable(m)}
+            try:
+                operations = await self._ask(owner, doc, [m for m in batch if m.id in readable]) if readable else []
+            except (ModelError, ConfigError) as exc:
+                await self._failed(owner, start, batch[-1].id, exc)
+                return replace(report, failed=True)
+            outcome: list[Applied] = []
+            await self._memory.update(owner.id, lambda d: self._apply(d, start, operations, readable, batch[-1].id, owner, outcome))
+            if not outcome:  # another writer already applied this batch
+                continue
+            report = report.plus(len(batch), outcome[-1])
+
+    def _apply(self, doc: MemoryDocument, start: int, operations: list[object], readable: dict[int, str],
+               end: int, owner: Owner, outcome: list[Applied]) -> MemoryDocument:
+        outcome.clear()
+        if doc.maintenance.watermark != start:
+            return doc
+        applied = apply_operations(doc, operations, readable, end, self._clock.now(), owner.settings.remember_sensitive)
+        outcome.append(applied)
+        return applied.document
+
+    async def _ask(self, owner: Owner, doc: MemoryDocument, batch: list[StoredMessage]) -> list[object]:
+        zone = owner.zone
+        payload = {
+            "memory_index": index_lines(doc),
+            "messages": [{"id": m.id, "sent_at": m.sent_at.astimezone(zone).strftime("%A %Y-%m-%d %H:%M"), "text": m.text}
+                         for m in batch],
+        }
+        prompt = [{"role": "system", "content": INSTRUCTIONS},
+                  {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}]
+        answer = await self._gateway.memory_json(owner.id, "reflect", prompt, SCHEMA)
+        operations = answer.get("operations")
+        if not isinstance(operations, list):
+            raise UnreadableAnswer("The memory model's answer had no list of operations.")
+        return operations
+
+    async def _failed(self, owner: Owner, start: int, end: int, error: Exception) -> None:
+        def count(doc: MemoryDocument) -> MemoryDocument:
+            if doc.maintenance.watermark != start:
+                return doc
+            failures = doc.maintenance.failures + 1
+            if failures >= MAX_FAILURES:  # give up on this batch: move past it
+                return replace(doc, maintenance=replace(doc.maintenance, watermark=end, failures=0))
+            return replace(doc, maintenance=replace(doc.maintenance, failures=failures))
+
+        log.warning("reflect_failed owner=%s batch_start=%s error=%s", owner.id, start, type(error).__name__)
+        await self._memory.update(owner.id, count)

@@ -1,0 +1,109 @@
+"""One maintenance tick: for each owner whose saving is on, repair, then reflect.
+
+Repair runs first on every tick, even without a memory model; reflection needs one. An
+owner's tick runs under a lock (``OwnerLocks``: a PostgreSQL advisory lock shared by all
+workers, or an in-process lock on SQLite) so two workers never do the same owner's work
+at once; the watermark compare-and-swap keeps a batch from applying twice even so. A
+tick posts nothing to any chat. One owner's failure is logged and the others go on.
+
+The schedule is every hour at minute 7 UTC; ``next_tick`` is the pure part, and the loop
+that sleeps until it lives with the process (``bot/run.py``). A tick that starts late —
+the machine slept, a tick ran long — runs once, so missed ticks coalesce.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Protocol
+
+from core.clock import Clock
+from core.maintenance.reflect import ReflectReport, Reflector
+from core.maintenance.repair import repair
+from core.memory.model import MemoryDocument
+from core.storage.memory_store import MemoryStore
+from core.storage.owners import Owner, OwnerStore
+
+log = logging.getLogger("nod.maintenance")
+MINUTE = 7
+
+
+class OwnerLocks(Protocol):
+    def hold(self, owner_id: int) -> "LockContext": ...
+
+
+class LockContext(Protocol):
+    async def __aenter__(self) -> bool: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
+@dataclass(frozen=True)
+class OwnerTick:
+    owner: str
+    repaired: int = 0
+    reflect: ReflectReport | None = None
+    skipped: str | None = None
+
+    def line(self) -> str:
+        if self.skipped:
+            return f"{self.owner}: skipped ({self.skipped})"
+        parts = [f"repair archived {self.repaired}"]
+        if self.reflect is None:
+            parts.append("no memory model, reflection skipped")
+        else:
+            r = self.reflect
+            parts.append(f"reflected {r.messages} messages: {r.added} added, {r.evidenced} confirmed by evidence, "
+                         f"{r.archived} archived, {r.dropped} dropped" + (", the model failed" if r.failed else ""))
+        return f"{self.owner}: " + "; ".join(parts)
+
+
+def next_tick(now: datetime) -> datetime:
+    """The next minute-7 UTC after ``now``."""
+    utc = now.astimezone(timezone.utc)
+    candidate = utc.replace(minute=MINUTE, second=0, microsecond=0)
+    return candidate if candidate > utc else candidate + timedelta(hours=1)
+
+
+class MaintenanceJob:
+    def __init__(self, owners: OwnerStore, memory: MemoryStore, reflector: Reflector | None,
+                 locks: OwnerLocks, clock: Clock) -> None:
+        self._owners = owners
+        self._memory = memory
+        self._reflector = reflector
+        self._locks = locks
+        self._clock = clock
+
+    async def run(self, owner_name: str | None = None) -> list[OwnerTick]:
+        if owner_name is not None:
+            chosen = [await self._owners.by_name(owner_name)]
+        else:
+            chosen = [owner for owner, _ in await self._owners.all()]
+        results = []
+        for owner in chosen:
+            try:
+                results.append(await self._one(owner))
+            except Exception as exc:  # noqa: BLE001 - one owner's failure must not stop the others
+                log.exception("maintenance_failed owner=%s", owner.id)
+                results.append(OwnerTick(owner.name, skipped=f"failed: {type(exc).__name__}"))
+        return results
+
+    async def _one(self, owner: Owner) -> OwnerTick:
+        if not owner.settings.saving_enabled:
+            return OwnerTick(owner.name, skipped="saving is off")
+        async with self._locks.hold(owner.id) as held:
+            if not held:
+                return OwnerTick(owner.name, skipped="another worker is on it")
+            archived: list[int] = []
+
+            def repaired(doc: MemoryDocument) -> MemoryDocument:
+                result = repair(doc, self._clock.now())
+                archived[:] = [len(result.archived)]
+                return result.document
+
+            await self._memory.update(owner.id, repaired)
+            report = await self._reflector.reflect(owner) if self._reflector else None
+        tick = OwnerTick(owner.name, archived[0] if archived else 0, report)
+        log.info("maintenance_tick %s", tick.line())
+        return tick

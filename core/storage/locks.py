@@ -1,0 +1,64 @@
+"""Per-owner locks for background work that must run once even with several workers.
+
+On PostgreSQL a session-level advisory lock (``pg_try_advisory_lock``) held on its own
+connection for the length of the work: every worker sees it, and it is released when the
+work ends or the connection dies. On SQLite there is one process, so an asyncio lock per
+owner does the same. Both are *try* locks: a worker that finds the owner busy skips it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+_NAMESPACE = 0x4E0D  # the advisory-lock key space for per-owner work
+
+
+class _Held:
+    def __init__(self, locks: DatabaseLocks, owner_id: int) -> None:
+        self._locks = locks
+        self._owner_id = owner_id
+        self._conn: AsyncConnection | None = None
+        self._local: asyncio.Lock | None = None
+        self._got = False
+
+    async def __aenter__(self) -> bool:
+        engine = self._locks.engine
+        if engine.dialect.name != "postgresql":
+            self._local = self._locks.local.setdefault(self._owner_id, asyncio.Lock())
+            if self._local.locked():
+                return False
+            await self._local.acquire()
+            self._got = True
+            return True
+        self._conn = await engine.connect()
+        query = text("SELECT pg_try_advisory_lock(:ns, :owner)")
+        self._got = bool((await self._conn.execute(query, {"ns": _NAMESPACE, "owner": self._owner_id})).scalar())
+        await self._conn.commit()
+        if not self._got:
+            await self._conn.close()
+            self._conn = None
+        return self._got
+
+    async def __aexit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
+        if self._local is not None and self._got:
+            self._local.release()
+        if self._conn is not None:
+            try:
+                await self._conn.execute(text("SELECT pg_advisory_unlock(:ns, :owner)"),
+                                         {"ns": _NAMESPACE, "owner": self._owner_id})
+                await self._conn.commit()
+            finally:
+                await self._conn.close()
+
+
+class DatabaseLocks:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.local: dict[int, asyncio.Lock] = {}
+
+    def hold(self, owner_id: int) -> _Held:
+        return _Held(self, owner_id)
