@@ -109,7 +109,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
             engine=engine, tools=TurnTools(reads, memory, _saving(gateway, messages, memory, owners, clock)), clock=clock,
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
-        maintenance = MaintenanceJob(owners, memory, reflector, DatabaseLocks(engine), clock)
+        maintenance = MaintenanceJob(owners, memory, reflector, DatabaseLocks(engine), clock, spending)
         yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index, maintenance)
     finally:
         await engine.dispose()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
+from core.agent.spending import Spending
 from core.clock import Clock
 from core.maintenance.reflect import ReflectReport, Reflector
 from core.maintenance.repair import repair
@@ -48,7 +49,8 @@ class OwnerTick:
 
     def line(self) -> str:
         if self.skipped:
-            return f"{self.owner}: skipped ({self.skipped})"
+            done = f"repair archived {self.repaired}; " if self.repaired else ""
+            return f"{self.owner}: {done}skipped ({self.skipped})"
         parts = [f"repair archived {self.repaired}"]
         if self.reflect is None:
             parts.append("no memory model, reflection skipped")
@@ -68,7 +70,8 @@ def next_tick(now: datetime) -> datetime:
 
 class MaintenanceJob:
     def __init__(self, owners: OwnerStore, memory: MemoryStore, reflector: Reflector | None,
-                 locks: OwnerLocks, clock: Clock) -> None:
+                 locks: OwnerLocks, clock: Clock, spending: Spending | None = None) -> None:
+        self._spending = spending
         self._owners = owners
         self._memory = memory
         self._reflector = reflector
@@ -103,6 +106,8 @@ class MaintenanceJob:
                 return result.document
 
             await self._memory.update(owner.id, repaired)
+            if self._spending is not None and not await self._spending.allows_optional_calls(owner):
+                return OwnerTick(owner.name, archived[0] if archived else 0, skipped="spending limit reached; repair only")
             report = await self._reflector.reflect(owner) if self._reflector else None
         tick = OwnerTick(owner.name, archived[0] if archived else 0, report)
         log.info("maintenance_tick %s", tick.line())

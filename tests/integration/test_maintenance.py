@@ -13,6 +13,7 @@ import pytest
 
 from bot.settings import Settings
 from bot.wiring import services
+from core.agent.usage import UsageRecord
 from core.clock import FixedClock
 from core.maintenance.tick import next_tick
 from core.memory import document as ops
@@ -195,3 +196,11 @@ async def test_two_workers_on_postgresql_run_each_owner_once(server: FakeModelSe
             assert [e.path for e in doc.entries] == ["about/cello"]
     finally:
         await drop_postgres_database(url)
+
+
+async def test_reflection_waits_while_the_spending_limit_is_reached(nod: Harness) -> None:
+    await _say(nod, "I collect vinyl records")
+    await nod.svc.owners.set_settings(nod.owner.id, replace(nod.owner.settings, spending_limit_usd=0.01))
+    await nod.svc.usage.record(UsageRecord(nod.owner.id, "agent", "gpt-4o-mini", 0, 0, 0.02, 1, "ok", START))
+    assert [t.line() for t in await nod.svc.maintenance.run()] == ["Maya: skipped (spending limit reached; repair only)"]
+    assert nod.server.requests == []
