@@ -41,6 +41,7 @@ class Settings:
     twilio_whatsapp_from: str | None = None
     twilio_api_base_url: str | None = None
     json_mode: str = "json_schema"
+    agent_context_tokens: int | None = None
     memory_deadline_s: float = 20.0
     spending_limit_usd: float | None = 10.0
     model_prices: tuple[tuple[str, float, float], ...] = ()
@@ -69,6 +70,7 @@ _VARIABLES = {
     "TWILIO_WHATSAPP_FROM": "twilio_whatsapp_from",
     "TWILIO_API_BASE_URL": "twilio_api_base_url",
     "NOD_JSON_MODE": "json_mode",
+    "NOD_AGENT_CONTEXT_TOKENS": "agent_context_tokens",
     "NOD_MEMORY_DEADLINE_SECONDS": "memory_deadline_s",
     "NOD_SPENDING_LIMIT_USD": "spending_limit_usd",
     "NOD_MODEL_PRICES": "model_prices",
@@ -103,6 +105,10 @@ def _parse(name: str, raw: str) -> object:
         return _positive(name, raw, allow_none=field == "spending_limit_usd")
     if field == "model_prices":
         return _prices(name, raw)
+    if field == "agent_context_tokens":
+        if not raw.strip().isdigit() or int(raw) <= 0:
+            raise ConfigError(f"{name} must be a whole number of tokens, not {raw!r}.")
+        return int(raw)
     if field == "log_text":
         return raw.strip().lower() in {"1", "true", "yes", "on"}
     return raw.strip()

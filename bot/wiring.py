@@ -23,6 +23,8 @@ from core.agent.tools import TurnTools
 from core.agent.turn import TurnDeps
 from core.agent.usage import PriceTable, UsageStore
 from core.clock import Clock, SystemClock
+from core.evidence.check import ReplyChecker
+from core.evidence.selection import Selector
 from core.maintenance.reflect import Reflector
 from core.maintenance.tick import MaintenanceJob
 from core.saving.control import Controls
@@ -40,6 +42,7 @@ from core.storage.owners import OwnerStore
 from core.tools.reading import ReadTools
 
 AGENT_DEADLINE_S = 120.0
+SMALL_CONTEXT_TOKENS = 32_000  # below this the agent gets the shortened evidence packet
 
 
 @dataclass(frozen=True)
@@ -100,13 +103,17 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         memory = MemoryStore(ObjectStore(engine), clock)
         owners = OwnerStore(engine)
         index = DerivedIndex.beside(settings.database_url, engine)
-        reads = ReadTools(memory, messages, HistorySearch(engine, messages, index))
+        history = HistorySearch(engine, messages, index)
+        reads = ReadTools(memory, messages, history)
         usage = UsageStore(engine)
         spending = Spending(usage, owners, clock, settings.spending_limit_usd)
         gateway = build_gateway(settings, usage, clock)
+        small = settings.agent_context_tokens is not None and settings.agent_context_tokens < SMALL_CONTEXT_TOKENS
+        selector = Selector(gateway, spending, history, memory, messages, small)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
             engine=engine, tools=TurnTools(reads, memory, _saving(gateway, messages, memory, owners, clock)), clock=clock,
+            evidence=selector, check=ReplyChecker(gateway, spending, memory, selector),
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
         maintenance = MaintenanceJob(owners, memory, reflector, DatabaseLocks(engine), clock, spending)

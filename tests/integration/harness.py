@@ -44,9 +44,12 @@ class Harness:
         await self.conductor.receive(Inbound(self.owner, "local", words))
         await asyncio.wait_for(self.conductor.wait(self.owner.id), 30)
 
-    async def usage_rows(self) -> list[Any]:
+    async def usage_rows(self, purpose: str | None = None) -> list[Any]:
+        query = select(usage_table).order_by(usage_table.c.id)
+        if purpose is not None:
+            query = query.where(usage_table.c.purpose == purpose)
         async with self.svc.engine.connect() as conn:
-            return list((await conn.execute(select(usage_table).order_by(usage_table.c.id))).all())
+            return list((await conn.execute(query)).all())
 
 
 async def make_harness(tmp_path: Path, server: FakeModelServer, **overrides: Any) -> AsyncIterator[Harness]:

@@ -85,19 +85,19 @@ async def test_the_step_cap_ends_the_loop_with_a_final_answer_without_tools(tmp_
 async def test_stop_ends_a_slow_model_call_at_once(nod: Harness) -> None:
     nod.server.enqueue(AGENT, text("too late", delay_s=60, ignore_cancel=True))
     await nod.conductor.receive(Inbound(nod.owner, "local", "think hard"))
-    while not nod.server.requests:
+    while not nod.server.calls():
         await asyncio.sleep(0.01)
     assert await nod.conductor.stop(nod.owner.id)
     await asyncio.wait_for(nod.conductor.wait(nod.owner.id), 5)  # not the model's 60 seconds
     assert nod.sink.sent == []
-    assert [r.outcome for r in await nod.usage_rows()] == ["stopped"]
+    assert [r.outcome for r in await nod.usage_rows("agent")] == ["stopped"]
     assert not await nod.conductor.stop(nod.owner.id)
 
 
 async def test_a_new_message_mid_turn_restarts_the_turn_with_both_messages(nod: Harness) -> None:
     nod.server.enqueue(AGENT, text("answer to the first", delay_s=60, ignore_cancel=True), text("answer to both"))
     await nod.conductor.receive(Inbound(nod.owner, "local", "book a table"))
-    while not nod.server.requests:
+    while not nod.server.calls():
         await asyncio.sleep(0.01)
     await nod.say("for four people")
     assert nod.sink.sent == ["answer to both"]
@@ -114,7 +114,7 @@ async def test_an_agent_model_timeout_gets_a_sentence_and_a_usage_row(tmp_path: 
         await conductor.receive(Inbound(nod.owner, "local", "hello"))
         await asyncio.wait_for(conductor.wait(nod.owner.id), 5)
         assert nod.sink.sent == ["The model took too long to answer. Please try again."]
-        assert [r.outcome for r in await nod.usage_rows()] == ["timeout"]
+        assert [r.outcome for r in await nod.usage_rows("agent")] == ["timeout"]
 
 
 async def test_a_memory_model_call_has_a_deadline_and_rejects_garbage(tmp_path: Path, server: FakeModelServer) -> None:
@@ -155,13 +155,13 @@ async def test_a_failing_server_is_retried_by_the_sdk_then_answered_with_a_sente
     await nod.say("hello")
     assert len(nod.server.calls()) == 3  # the first try and the SDK's two retries
     assert nod.sink.sent == ["I couldn't get an answer from the model just now. Please try again in a moment."]
-    assert [r.outcome for r in await nod.usage_rows()] == ["unavailable"]
+    assert [r.outcome for r in await nod.usage_rows("agent")] == ["unavailable"]
 
 
 async def test_every_model_call_is_recorded_with_tokens_and_cost(nod: Harness) -> None:
     nod.server.enqueue(AGENT, tool("memory_find", {"words": "x"}), text("done"))
     await nod.say("hello")
-    rows = await nod.usage_rows()
+    rows = await nod.usage_rows("agent")
     assert [(r.purpose, r.model, r.tokens_in, r.tokens_out, r.outcome) for r in rows] == [("agent", AGENT, 100, 20, "ok")] * 2
     assert rows[0].cost_usd == pytest.approx((100 * 0.15 + 20 * 0.60) / 1_000_000)
     assert rows[0].owner_id == nod.owner.id
@@ -241,4 +241,4 @@ async def test_stop_does_not_wait_for_a_provider_that_ignores_cancellation(nod: 
     await stubborn.started.wait()
     assert await conductor.stop(nod.owner.id)
     await asyncio.wait_for(conductor.wait(nod.owner.id), 1)  # the provider still has seconds to go
-    assert nod.sink.sent == [] and [r.outcome for r in await nod.usage_rows()] == ["stopped"]
+    assert nod.sink.sent == [] and [r.outcome for r in await nod.usage_rows("agent")] == ["stopped"]

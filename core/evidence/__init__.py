@@ -1,0 +1,1 @@
+"""Evidence for a turn: selection before it, the packet, and the reply check after it."""

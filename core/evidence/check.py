@@ -1,0 +1,93 @@
+"""The reply check (the ReplyCheck slot): the memory model checks a draft's personal claims.
+
+It runs only when this turn has selected evidence, a memory model is configured and the
+owner's spending allows it. The model (``reply_check``) sees the request, the draft, every
+saved note, the evidence packet and the memory and history reads made during the turn
+(bounded at 80,000 characters, the cut marked). It may revise personal claims or make
+advice use a relevant fact, keeping plans apart from completed events, possessions apart
+from purchases, and an earlier assistant statement apart from a verified correction; a
+missing record is not proof that a saved fact is unknown. It cannot run tools, authorise
+actions or save notes: its only output is text. The same draft is checked once per turn;
+a failure, a timeout or an unreadable answer delivers the draft unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from core.agent.gateway import Gateway
+from core.agent.spending import Spending
+from core.agent.tools import READS, ToolOutcome, TurnContext
+from core.errors import ConfigError, ModelError
+from core.evidence.selection import Selector
+from core.memory.render import index_lines
+from core.storage.memory_store import MemoryStore
+from core.storage.messages import StoredMessage
+
+log = logging.getLogger("nod.evidence")
+MAX_READS_CHARS = 80_000
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": ["keep", "revise"]}, "text": {"type": "string"}},
+    "required": ["verdict", "text"],
+}
+INSTRUCTIONS = """Check a personal assistant's draft reply before it is sent. Compare its personal
+claims about the owner with the saved notes, the selected evidence and the reads made
+during the turn. If a claim is wrong or a relevant saved fact should shape the advice,
+return verdict "revise" with the corrected reply; otherwise "keep". Keep plans apart from
+completed events, possessions apart from purchases, and an earlier assistant statement
+apart from a verified correction. A fact missing from the evidence is not unknown if a
+saved note states it. Change nothing else: no new actions, no links, no tool use."""
+
+
+def _reads(reads: Sequence[ToolOutcome]) -> tuple[list[str], int]:
+    kept, used, omitted = [], 0, 0
+    for read in reads:
+        if read.name not in READS:
+            continue
+        body = read.content()
+        if used + len(body) > MAX_READS_CHARS:
+            omitted += 1
+            continue
+        kept.append(body)
+        used += len(body)
+    return kept, omitted
+
+
+class ReplyChecker:
+    def __init__(self, gateway: Gateway, spending: Spending, memory: MemoryStore, selector: Selector) -> None:
+        self._gateway = gateway
+        self._spending = spending
+        self._memory = memory
+        self._selector = selector
+
+    async def check(self, ctx: TurnContext, request: StoredMessage, draft: str, reads: Sequence[ToolOutcome]) -> str:
+        state = self._selector.state(ctx.owner.id)
+        if state is None or state.request_id != request.id or not state.packet or not self._gateway.memory_configured:
+            return draft
+        key = int.from_bytes(hashlib.sha256(draft.encode()).digest()[:8], "big")
+        if key in state.checked:
+            return state.checked[key]
+        if not await self._spending.allows_optional_calls(ctx.owner):
+            return draft
+        doc = (await self._memory.load(ctx.owner.id)).document
+        kept, omitted = _reads(reads)
+        payload = {"request": request.text, "draft": draft, "saved_notes": index_lines(doc), "evidence": state.packet,
+                   "reads": kept, "reads_omitted": omitted}
+        result = draft
+        try:
+            answer = await self._gateway.memory_json(ctx.owner.id, "reply_check", [
+                {"role": "system", "content": INSTRUCTIONS},
+                {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}], SCHEMA)
+            revised = answer.get("text")
+            if answer.get("verdict") == "revise" and isinstance(revised, str) and revised.strip():
+                result = revised.strip()
+                log.info("reply_revised owner=%s", ctx.owner.id)
+        except (ModelError, ConfigError) as exc:
+            log.info("reply_check_skipped owner=%s error=%s", ctx.owner.id, type(exc).__name__)
+        state.checked[key] = result
+        return result

@@ -1,0 +1,175 @@
+"""Evidence selection before a turn started by an owner message (the EvidenceSource slot).
+
+Two memory-model calls at most, both ``evidence_selection``. The first sees the request
+and every note (path and text) and answers which notes bear on it — it may connect an
+indirect question to a preference or a possession — which searches to run (related
+concepts, source names), and whether the request is about totals or comparisons. The
+server runs the searches itself (at most 5, at most 5 pages each, at most 100 messages
+kept). The second call ranks the notes and messages the server returned. The server
+keeps only note paths and message ids it supplied; anything else is dropped and logged.
+With no memory model, no spending capacity, a timeout or an unreadable answer, the turn
+goes on without a packet (a failed ranking falls back to the search order).
+
+The per-turn state — the selection and the reply check's cache — is kept per owner and
+replaced when the next owner request begins, so a new message clears both.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.agent.gateway import Gateway
+from core.agent.spending import Spending
+from core.agent.tools import TurnContext, TurnOrigin
+from core.errors import ConfigError, ModelError, NodError
+from core.evidence.packet import MessageRecord, NoteRecord, build_packet
+from core.history.search import HistorySearch
+from core.memory.model import MemoryDocument
+from core.memory.render import label_of
+from core.storage.memory_store import MemoryStore
+from core.storage.messages import MessageStore, StoredMessage
+
+log = logging.getLogger("nod.evidence")
+MAX_SEARCHES = 5
+MAX_PAGES = 5
+MAX_MESSAGES = 100
+MAX_INPUT_CHARS = 256_000
+_LIST = {"type": "array", "items": {"type": "string"}}
+SELECT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"notes": _LIST, "searches": _LIST, "totals": {"type": "boolean"}},
+    "required": ["notes", "searches", "totals"],
+}
+RANK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"notes": _LIST, "messages": {"type": "array", "items": {"type": "integer"}}},
+    "required": ["notes", "messages"],
+}
+SELECT = """Select evidence for a personal assistant's answer. Given the owner's request and their
+saved notes, list the note paths that bear on it (connect indirect questions to preferences
+and possessions), up to five short searches of the conversation (related concepts, names of
+sources), and whether the request asks for totals or comparisons."""
+RANK = """Rank the records for the owner's request: list the note paths and message ids that are
+evidence for the answer, most useful first. Leave out what does not bear on it."""
+
+
+@dataclass
+class TurnEvidence:
+    request_id: int
+    packet: str | None = None
+    checked: dict[int, str] = field(default_factory=dict)
+
+
+def _bounded(payload: dict[str, Any]) -> str:
+    """The model input as JSON, cut to 256,000 characters with the cut marked."""
+    body = json.dumps(payload, ensure_ascii=False)
+    if len(body) <= MAX_INPUT_CHARS:
+        return body
+    return body[: MAX_INPUT_CHARS - 40] + ' …[input cut at 256,000 characters]'
+
+
+class Selector:
+    def __init__(self, gateway: Gateway, spending: Spending, history: HistorySearch, memory: MemoryStore,
+                 messages: MessageStore, small_context: bool = False) -> None:
+        self._gateway = gateway
+        self._spending = spending
+        self._history = history
+        self._memory = memory
+        self._messages = messages
+        self._small = small_context
+        self._turns: dict[int, TurnEvidence] = {}
+
+    def state(self, owner_id: int) -> TurnEvidence | None:
+        return self._turns.get(owner_id)
+
+    async def packet(self, ctx: TurnContext, request: StoredMessage) -> str | None:
+        self._turns[ctx.owner.id] = state = TurnEvidence(request.id)  # a new request clears the old
+        if ctx.origin is not TurnOrigin.OWNER_MESSAGE or not self._gateway.memory_configured:
+            return None
+        if not await self._spending.allows_optional_calls(ctx.owner):
+            return None
+        doc = (await self._memory.load(ctx.owner.id)).document
+        try:
+            chosen = await self._gateway.memory_json(ctx.owner.id, "evidence_selection", [
+                {"role": "system", "content": SELECT},
+                {"role": "user", "content": _bounded({"request": request.text,
+                                                       "notes": [{"path": e.path, "text": e.text} for e in doc.entries]})},
+            ], SELECT_SCHEMA)
+        except (ModelError, ConfigError) as exc:
+            log.info("evidence_selection_skipped owner=%s error=%s", ctx.owner.id, type(exc).__name__)
+            return None
+        paths = _kept_paths(chosen.get("notes"), doc, ctx.owner.id)
+        found, left_out = await self._search(ctx, chosen.get("searches"), request.id)
+        if not paths and not found:
+            return None
+        paths, ids = await self._rank(ctx, request, doc, paths, found)
+        state.packet = await self._build(ctx, doc, paths, [found[i] for i in ids], chosen.get("totals") is True, left_out)
+        return state.packet
+
+    async def _search(self, ctx: TurnContext, searches: Any, request_id: int) -> tuple[dict[int, dict[str, Any]], int]:
+        found: dict[int, dict[str, Any]] = {}
+        left_out = 0
+        queries = [q for q in searches if isinstance(q, str) and q.strip()] if isinstance(searches, list) else []
+        for query in queries[:MAX_SEARCHES]:
+            args: dict[str, Any] = {"query": query, "limit": 20}
+            for _ in range(MAX_PAGES):
+                try:
+                    page = await self._history.search(ctx.owner, args)
+                except NodError:
+                    break
+                for result in page["results"]:
+                    if result["id"] == request_id or result["id"] in found:
+                        continue
+                    if len(found) >= MAX_MESSAGES:
+                        left_out += 1
+                    else:
+                        found[result["id"]] = result
+                if not page["nextCursor"] or len(found) >= MAX_MESSAGES:
+                    break
+                args = {**args, "cursor": page["nextCursor"]}
+        return found, left_out
+
+    async def _rank(self, ctx: TurnContext, request: StoredMessage, doc: MemoryDocument, paths: list[str],
+                    found: dict[int, dict[str, Any]]) -> tuple[list[str], list[int]]:
+        payload = {
+            "request": request.text,
+            "notes": [{"path": p, "text": doc.get(p).text} for p in paths if doc.get(p)],  # type: ignore[union-attr]
+            "messages": [{"id": i, "sent_at": r["sent_at"], "role": r["role"], "text": r["text"]} for i, r in found.items()],
+        }
+        try:
+            ranked = await self._gateway.memory_json(ctx.owner.id, "evidence_selection", [
+                {"role": "system", "content": RANK}, {"role": "user", "content": _bounded(payload)}], RANK_SCHEMA)
+        except (ModelError, ConfigError):
+            return paths, list(found)  # the search order stands in for the ranking
+        kept_paths = [p for p in _kept_paths(ranked.get("notes"), doc, ctx.owner.id) if p in paths]
+        raw_ids = ranked.get("messages") if isinstance(ranked.get("messages"), list) else []
+        ids = [i for i in dict.fromkeys(raw_ids) if isinstance(i, int) and i in found]
+        if len(ids) < len(raw_ids):
+            log.warning("evidence_ids_dropped owner=%s dropped=%s", ctx.owner.id, len(raw_ids) - len(ids))
+        return kept_paths, ids
+
+    async def _build(self, ctx: TurnContext, doc: MemoryDocument, paths: list[str],
+                     results: list[dict[str, Any]], totals: bool, left_out: int) -> str:
+        zone = ctx.owner.zone
+        notes = []
+        for path in paths:
+            entry = doc.get(path)
+            if entry is None:
+                continue
+            sources = await self._messages.get_many(entry.source_ids)
+            dated = tuple((i, sources[i].sent_at.astimezone(zone).date().isoformat()) for i in entry.source_ids if i in sources)
+            quote = next((e.quote for e in entry.evidence if e.quote), None)
+            notes.append(NoteRecord(path, entry.text, label_of(entry), dated, quote))
+        messages = [MessageRecord(r["id"], r["role"], r["sent_at"][:16], r["text"], bool(r.get("truncated"))) for r in results]
+        return build_packet(notes, messages, totals, self._small, left_out)
+
+
+def _kept_paths(raw: Any, doc: MemoryDocument, owner_id: int) -> list[str]:
+    values = raw if isinstance(raw, list) else []
+    kept = [p for p in dict.fromkeys(values) if isinstance(p, str) and doc.get(p) is not None]
+    if len(kept) < len(values):
+        log.warning("evidence_paths_dropped owner=%s dropped=%s", owner_id, len(values) - len(kept))
+    return kept
