@@ -9,6 +9,8 @@ locomo: history_search retrieval quality on LoCoMo (R@k, All@10, MRR by category
 turn: server-side turn overhead (everything but model time) with a full memory document
 and a 100,000-message thread.
 
+evidence: the model-free part of evidence selection on LoCoMo's test split.
+
 maintenance: one tick over 10,000 new messages with a nearly full document; repair alone.
 
 scale: history_search latency on a generated 1,000,000-message thread, against naive
@@ -21,6 +23,7 @@ import argparse
 import asyncio
 
 from tests.bench.locomo import SPLITS, run_locomo
+from tests.bench.evidence import run_evidence_bench
 from tests.bench.maintenance import run_maintenance_bench
 from tests.bench.scale import run_scale
 from tests.bench.storage import run_storage
@@ -29,7 +32,7 @@ from tests.bench.turn import run_turn_bench
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
-    parser.add_argument("suite", choices=["storage", "locomo", "scale", "turn", "maintenance"])
+    parser.add_argument("suite", choices=["storage", "locomo", "scale", "turn", "maintenance", "evidence"])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
@@ -40,6 +43,8 @@ def main() -> None:
         asyncio.run(run_storage(args.rounds))
     elif args.suite == "locomo":
         asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split], not args.fts5))
+    elif args.suite == "evidence":
+        asyncio.run(run_evidence_bench())
     elif args.suite == "maintenance":
         asyncio.run(run_maintenance_bench())
     elif args.suite == "turn":
