@@ -14,7 +14,6 @@ a failure, a timeout or an unreadable answer delivers the draft unchanged.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +22,7 @@ from core.agent.gateway import Gateway
 from core.agent.spending import Spending
 from core.agent.tools import READS, ToolOutcome, TurnContext
 from core.errors import ConfigError, ModelError
-from core.evidence.selection import Selector
+from core.evidence.selection import Selector, bounded_input
 from core.memory.render import index_lines
 from core.storage.memory_store import MemoryStore
 from core.storage.messages import StoredMessage
@@ -82,7 +81,7 @@ class ReplyChecker:
         try:
             answer = await self._gateway.memory_json(ctx.owner.id, "reply_check", [
                 {"role": "system", "content": INSTRUCTIONS},
-                {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}], SCHEMA)
+                {"role": "user", "content": bounded_input(payload)}], SCHEMA)
             revised = answer.get("text")
             if answer.get("verdict") == "revise" and isinstance(revised, str) and revised.strip():
                 result = revised.strip()

@@ -63,7 +63,7 @@ class TurnEvidence:
     checked: dict[int, str] = field(default_factory=dict)
 
 
-def _bounded(payload: dict[str, Any]) -> str:
+def bounded_input(payload: dict[str, Any]) -> str:
     """The model input as JSON, cut to 256,000 characters with the cut marked."""
     body = json.dumps(payload, ensure_ascii=False)
     if len(body) <= MAX_INPUT_CHARS:
@@ -95,7 +95,7 @@ class Selector:
         try:
             chosen = await self._gateway.memory_json(ctx.owner.id, "evidence_selection", [
                 {"role": "system", "content": SELECT},
-                {"role": "user", "content": _bounded({"request": request.text,
+                {"role": "user", "content": bounded_input({"request": request.text,
                                                        "notes": [{"path": e.path, "text": e.text} for e in doc.entries]})},
             ], SELECT_SCHEMA)
         except (ModelError, ConfigError) as exc:
@@ -141,7 +141,7 @@ class Selector:
         }
         try:
             ranked = await self._gateway.memory_json(ctx.owner.id, "evidence_selection", [
-                {"role": "system", "content": RANK}, {"role": "user", "content": _bounded(payload)}], RANK_SCHEMA)
+                {"role": "system", "content": RANK}, {"role": "user", "content": bounded_input(payload)}], RANK_SCHEMA)
         except (ModelError, ConfigError):
             return paths, list(found)  # the search order stands in for the ranking
         kept_paths = [p for p in _kept_paths(ranked.get("notes"), doc, ctx.owner.id) if p in paths]
