@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from tests.bench.locomo import SPLITS, run_locomo
+from tests.bench.retrieval import SPLITS, run_locomo
 from tests.bench.evidence import run_evidence_bench
 from tests.bench.maintenance import run_maintenance_bench
 from tests.bench.scale import run_scale

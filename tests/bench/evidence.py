@@ -25,7 +25,7 @@ from core.storage.database import create_engine
 from core.storage.messages import MessageStore, NewMessage, Role
 from core.storage.migrations import migrate
 from core.storage.owners import OwnerStore
-from tests.bench.locomo import CATEGORIES, DATA, SPLITS, _session_turns
+from tests.bench.retrieval import CATEGORIES, DATA, SPLITS, _session_turns
 
 
 async def _conversation(sample: dict[str, Any], db: Path, rows: dict[str, list[float]]) -> None:
