@@ -99,18 +99,18 @@ class Gateway:
         return self._memory is not None
 
     async def agent_step(self, owner_id: int, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ChatReply:
-        if self._agent is None or not self.roles.agent_model:
+        if self._agent is None:
             raise ConfigError("No agent model is configured (NOD_AGENT_MODEL).")
-        request = ChatRequest(self.roles.agent_model, messages, tools)
+        request = ChatRequest(str(self.roles.agent_model), messages, tools)
         return await self._call(owner_id, AGENT, self._agent, request, self.roles.agent_deadline_s)
 
     async def memory_json(
         self, owner_id: int, purpose: str, messages: Sequence[Message], schema: Mapping[str, Any]
     ) -> dict[str, Any]:
         """One structured memory-model call named ``purpose``; its JSON object or ModelError."""
-        if self._memory is None or not self.roles.memory_model:
+        if self._memory is None:
             raise ConfigError("No memory model is configured (NOD_MEMORY_MODEL).")
-        request = ChatRequest(self.roles.memory_model, messages, schema=JsonSchema(purpose, schema))
+        request = ChatRequest(str(self.roles.memory_model), messages, schema=JsonSchema(purpose, schema))
         reply = await self._call(owner_id, purpose, self._memory, request, self.roles.memory_deadline_s)
         try:
             return parse_json_object(reply.text)

@@ -87,11 +87,7 @@ def _add(doc: MemoryDocument, raw: Mapping[str, Any], source: int, quote: str, n
                                kind=kind, sensitive=sensitive)
     except MemoryLimitError:
         return doc, "dropped"
-    n = 2
-    while doc.get(entry.path) is not None:
-        entry = replace(entry, slug=f"{path.split('/', 1)[-1]}-{n}")
-        n += 1
-    grown = ops.add_entry(doc, entry)
+    grown = ops.add_entry(doc, ops.at_free_path(doc, entry))
     return (grown, "added") if _fits(grown) else (doc, "dropped")
 
 

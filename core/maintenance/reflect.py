@@ -24,7 +24,7 @@ from core.errors import ConfigError, ModelError, UnreadableAnswer
 from core.maintenance.operations import SCHEMA, Applied, apply_operations
 from core.memory.model import MemoryDocument
 from core.memory.render import index_lines
-from core.saving.learn import MAX_SOURCE_CHARS
+from core.saving.learn import usable
 from core.storage.memory_store import MemoryStore
 from core.storage.messages import MessageStore, StoredMessage
 from core.storage.owners import Owner
@@ -61,8 +61,8 @@ class ReflectReport:
 
 
 def reflectable(message: StoredMessage) -> bool:
-    return not (message.attachment or message.card_title or message.forwarded or message.secret
-                or len(message.text) > MAX_SOURCE_CHARS)
+    """What memory_learn may read, minus attachments (reflection infers; a caption alone is thin)."""
+    return usable(message) and not message.attachment
 
 
 class Reflector:

@@ -74,6 +74,15 @@ def _swap(doc: MemoryDocument, path: str, new: Entry) -> MemoryDocument:
     return _with(doc, entries=tuple(new if e.path == path else e for e in doc.entries))
 
 
+def at_free_path(doc: MemoryDocument, entry: Entry) -> Entry:
+    """``entry`` moved to ``slug-2``, ``slug-3``, … when its path is taken, so no note is overwritten."""
+    n, slug = 2, entry.slug
+    while doc.get(entry.path) is not None:
+        entry = _with(entry, slug=f"{slug}-{n}")
+        n += 1
+    return entry
+
+
 def add_entry(doc: MemoryDocument, entry: Entry) -> MemoryDocument:
     if doc.get(entry.path) is not None:
         raise AlreadyExists(f"There is already a memory entry at {entry.path}.")

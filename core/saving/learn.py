@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -29,7 +29,7 @@ from core.agent.tools import TurnContext, TurnOrigin
 from core.clock import Clock
 from core.errors import ConfigError, InvalidInput, ModelError, UnreadableAnswer
 from core.memory import document as ops
-from core.memory.model import Entry, MemoryDocument, Origin
+from core.memory.model import MemoryDocument, Origin
 from core.memory.render import index_lines
 from core.saving.notes import KINDS, Proposal, Refusal, check_note
 from core.storage.memory_store import MemoryStore
@@ -91,22 +91,20 @@ class Learner:
         self._memory = memory
         self._clock = clock
 
-    async def sources(self, ctx: TurnContext, named: Sequence[int]) -> Sources:
+    async def sources(self, ctx: TurnContext, current: StoredMessage, named: Sequence[int]) -> Sources:
         """The messages the memory model may see; InvalidInput when a named id is not the owner's."""
-        assert ctx.request_id is not None
-        wanted = {ctx.request_id, *named}
-        found = await self._messages.get_many(wanted)
+        found = await self._messages.get_many(set(named) - {current.id})
+        found[current.id] = current
         for message_id in named:
             message = found.get(message_id)
             if message is None or message.owner_id != ctx.owner.id or message.role is not Role.OWNER:
                 raise InvalidInput(f"Message {message_id} is not one of the owner's own messages; nothing was saved.")
-        current = found.get(ctx.request_id)
         recent = await self._messages.recent(ctx.owner.id, EARLIER + 1, Role.OWNER)
-        earlier = {m.id: m for m in recent if m.id < ctx.request_id and m.thread_id == ctx.thread_id}
+        earlier = {m.id: m for m in recent if m.id < current.id and m.thread_id == ctx.thread_id}
         earlier = dict(list(earlier.items())[-EARLIER:])
-        earlier.update({i: found[i] for i in named if i != ctx.request_id})
+        earlier.update({i: found[i] for i in named if i != current.id})
         kept = tuple(m for _, m in sorted(earlier.items()) if usable(m))
-        return Sources(current if current and usable(current) else None, kept)
+        return Sources(current if usable(current) else None, kept)
 
     async def learn(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
         if ctx.origin not in LEARN_ORIGINS or ctx.request_id is None:
@@ -119,7 +117,7 @@ class Learner:
         current = await self._messages.get(ctx.request_id)
         if current is None or current.forwarded:  # someone else's words may not start a save
             return {"error": "The current message is forwarded or quoted text, not the owner's words; nothing was saved."}
-        sources = await self.sources(ctx, named)
+        sources = await self.sources(ctx, current, named)
         supplied = sources.texts()
         if not supplied:
             return {"error": "None of those messages can be saved from (Nod's wording, forwarded, too long or secret)."}
@@ -163,15 +161,6 @@ class Learner:
         return []
 
 
-def _free_path(doc: MemoryDocument, path: str) -> str:
-    if doc.get(path) is None:
-        return path
-    n = 2
-    while doc.get(f"{path}-{n}") is not None:
-        n += 1
-    return f"{path}-{n}"
-
-
 def _apply(doc: MemoryDocument, proposals: Sequence[Proposal], now: datetime, outcome: dict[str, list[str]]) -> MemoryDocument:
     outcome["saved"].clear()
     outcome["confirmed"].clear()  # a lost compare-and-swap re-applies from scratch
@@ -192,12 +181,7 @@ def _apply_one(doc: MemoryDocument, proposal: Proposal, now: datetime, outcome: 
         return doc
     olds = tuple(p for p in proposal.replaces if doc.get(p) is not None)
     if new.path not in olds:
-        new = _at(new, _free_path(doc, new.path))
+        new = ops.at_free_path(doc, new)
     doc = ops.replace(doc, new, olds, now) if olds else ops.add_entry(doc, new)
     outcome["saved"].append(new.path)
     return doc
-
-
-def _at(entry: Entry, path: str) -> Entry:
-    area, slug = path.split("/", 1)
-    return replace(entry, area=area, slug=slug)

@@ -133,14 +133,14 @@ async def load(url: str, texts: list[str]) -> tuple[Owner, HistorySearch, float,
     return owner, HistorySearch(engine, store), rate, engine
 
 
-async def with_derived_index(url: str, engine: Any, store_search: HistorySearch, rates: list[str]) -> HistorySearch:
+async def with_derived_index(url: str, engine: Any, rates: list[str]) -> HistorySearch:
     """The SQLite production path: the derived tantivy index, built (caught up) once here."""
     index = DerivedIndex.beside(url, engine)
     assert index is not None
     began = time.perf_counter()
     await index.ready_for(2**62)  # everything stored so far
     rates.append(f"Nod derived index first build: {index.watermark / (time.perf_counter() - began):,.0f} messages/s")
-    return HistorySearch(engine, store_search._messages, index)  # noqa: SLF001
+    return HistorySearch(engine, MessageStore(engine, SystemClock()), index)
 
 
 async def nod_rows(name: str, search: HistorySearch, owner: Owner, batch: list[Query]) -> list[tuple[str, dict[str, list[float]]]]:
@@ -259,7 +259,7 @@ async def run_scale(size: int, query_count: int) -> None:
         db = Path(tmp) / "scale.db"
         owner, search, rate, engine = await load(f"sqlite+aiosqlite:///{db}", texts)
         rates = [f"Nod SQLite import: {rate:,.0f} messages/s"]
-        derived = await with_derived_index(f"sqlite+aiosqlite:///{db}", engine, search, rates)
+        derived = await with_derived_index(f"sqlite+aiosqlite:///{db}", engine, rates)
         rows = await nod_rows("SQLite", derived, owner, batch)
         rows.append(("Nod SQLite FTS5 only, page 1", await timed(batch, lambda q: search.search(owner, {"query": q}))))
         await engine.dispose()

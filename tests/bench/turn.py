@@ -25,7 +25,7 @@ from core.agent.conductor import Conductor, Inbound
 from core.agent.model import ChatReply, ChatRequest, ToolCall
 from core.storage.messages import NewMessage, Role
 from core.storage.owners import Owner
-from tests.bench.scale import messages_text, vocabulary
+from tests.bench.scale import messages_text, percentiles, vocabulary
 from tests.bench.storage import full_document
 
 THREAD = 100_000
@@ -54,11 +54,6 @@ class Sink:
         self.arrived.set()
 
 
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
-
-
 async def _backend(name: str, url: str, rounds: int) -> list[str]:
     settings = Settings(database_url=url, agent_model="bench-agent", openai_base_url="http://127.0.0.1:9/v1")
     rows = []
@@ -83,7 +78,8 @@ async def _backend(name: str, url: str, rounds: int) -> list[str]:
                 await sink.arrived.wait()
                 samples.append(time.perf_counter() - began)
             await conductor.close()
-            rows.append(f"| {name} | {shape} | {rounds} | {_pct(samples, 0.5):.1f} | {_pct(samples, 0.99):.1f} |")
+            p50, p99 = percentiles(samples)
+            rows.append(f"| {name} | {shape} | {rounds} | {p50 * 1000:.1f} | {p99 * 1000:.1f} |")
     return rows
 
 
