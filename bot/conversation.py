@@ -14,7 +14,7 @@ from core.errors import InvalidInput
 async def chat(svc: Services, owner_name: str) -> str:
     owner = await svc.owners.by_name(owner_name)
     conductor = svc.conductor(TerminalSink(sys.stdout))
-    local = LocalChat(owner, conductor, svc.messages, svc.memory, sys.stdout)
+    local = LocalChat(owner, conductor, svc.commands(conductor), sys.stdout)
     try:
         await local.run(sys.stdin, interactive=sys.stdin.isatty())
     finally:

@@ -45,6 +45,7 @@ class Settings:
     memory_deadline_s: float = 20.0
     spending_limit_usd: float | None = 10.0
     model_prices: tuple[tuple[str, float, float], ...] = ()
+    open_signup: bool = False
     log_level: str | None = None  # unset: INFO for `nod run`, WARNING for one-shot commands
     log_text: bool = False
 
@@ -74,6 +75,7 @@ _VARIABLES = {
     "NOD_MEMORY_DEADLINE_SECONDS": "memory_deadline_s",
     "NOD_SPENDING_LIMIT_USD": "spending_limit_usd",
     "NOD_MODEL_PRICES": "model_prices",
+    "NOD_OPEN_SIGNUP": "open_signup",
     "NOD_LOG_LEVEL": "log_level",
     "NOD_LOG_TEXT": "log_text",
 }
@@ -109,7 +111,7 @@ def _parse(name: str, raw: str) -> object:
         if not raw.strip().isdigit() or int(raw) <= 0:
             raise ConfigError(f"{name} must be a whole number of tokens, not {raw!r}.")
         return int(raw)
-    if field == "log_text":
+    if field in ("log_text", "open_signup"):
         return raw.strip().lower() in {"1", "true", "yes", "on"}
     return raw.strip()
 

@@ -2,7 +2,8 @@
 
 The cosmicpython bootstrap: every dependency is made here and passed down, so the core
 never reaches for a setting or an SDK. A channel adds its own reply sink and gets a
-``Conductor`` with ``services.conductor(sink)``.
+``Conductor`` with ``services.conductor(sink)``, or the whole front door (gate, commands,
+conductor) with ``services.front_door(sink)``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from adapters.openai_model.chat import OpenAIChatModel, build_client
 from bot.settings import Settings
 from core.agent.conductor import Conductor, ReplySink
+from core.inbox.commands import OwnerCommands
+from core.inbox.digests import Digests
+from core.inbox.front import FrontDoor
+from core.inbox.gate import Gate
 from core.agent.gateway import Gateway, ModelRoles
 from core.agent.model import ChatModel
 from core.agent.spending import Spending
@@ -60,8 +65,18 @@ class Services:
     search_index: DerivedIndex | None
     maintenance: MaintenanceJob
 
+    open_signup: bool = False
+
     def conductor(self, sink: ReplySink) -> Conductor:
         return Conductor(self.turn, sink)
+
+    def commands(self, conductor: Conductor) -> OwnerCommands:
+        return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory))
+
+    def front_door(self, sink: ReplySink) -> FrontDoor:
+        conductor = self.conductor(sink)
+        gate = Gate(self.owners, self.clock, self.open_signup)
+        return FrontDoor(gate, self.commands(conductor), conductor, self.clock)
 
 
 def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
@@ -117,6 +132,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
         maintenance = MaintenanceJob(owners, memory, reflector, DatabaseLocks(engine), clock, spending)
-        yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index, maintenance)
+        yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
+                       maintenance, settings.open_signup)
     finally:
         await engine.dispose()

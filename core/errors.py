@@ -18,7 +18,8 @@ carries it to the agent); none of them is a bug report.
     │   │   └── ModelTimeout .... the call's deadline passed
     │   ├── ModelRefused ........ the server refused the request (key, model name, input)
     │   └── UnreadableAnswer .... the answer was not the JSON that was asked for
-    └── SpendingLimitReached .... the owner's spending limit for the period is used up
+    ├── SpendingLimitReached .... the owner's spending limit for the period is used up
+    └── DeliveryFailed .......... a channel could not hand a reply to the owner
 """
 
 
@@ -87,3 +88,11 @@ class UnreadableAnswer(ModelError):
 
 class SpendingLimitReached(NodError):
     """The owner's spending limit for this period is used up until the owner says yes."""
+
+
+class DeliveryFailed(NodError):
+    """A channel gave up delivering a reply; ``code`` is the platform's error code, if any."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code

@@ -1,4 +1,10 @@
-"""Splitting a reply for channels with a message-size limit (Telegram 4,096, WhatsApp 1,600).
+"""A reply as channels receive it, and splitting it for message-size limits.
+
+A ``Reply`` is the checked text plus the choices the agent offered (a task card). Telegram
+shows the choices as inline buttons; a channel without buttons, the stored conversation
+and the reply check all use its text form, the choices numbered under the text.
+
+Splitting (Telegram 4,096, WhatsApp 1,600):
 
 Cuts fall on the last paragraph break that fits, else the last sentence end, else the last
 space, and only as a last resort inside a word; no part is empty, nothing is lost except
@@ -8,10 +14,26 @@ the whitespace at a cut, and the parts joined back read as the original.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 TELEGRAM_LIMIT = 4_096
 WHATSAPP_LIMIT = 1_600
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]]*\s")
+MAX_CHOICES = 6
+MAX_CHOICE_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    choices: tuple[str, ...] = ()
+
+    def text_form(self) -> str:
+        """The text with the choices listed under it: what a reader without buttons sees."""
+        if not self.choices:
+            return self.text
+        listed = "\n".join(f"{n}. {choice}" for n, choice in enumerate(self.choices, start=1))
+        return f"{self.text.rstrip()}\n\n{listed}"
 
 
 def _cut_at(text: str, limit: int) -> int:

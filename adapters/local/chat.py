@@ -10,26 +10,23 @@ input leaves.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 from core.agent.conductor import Conductor, Inbound
-from core.memory.digest import context_digest, memory_digest
-from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore
-from core.storage.owners import Owner
+from core.inbox.commands import HELP, OwnerCommands, command_name
+from core.replies import Reply
+from core.storage.owners import Identity, Owner
 
 CHANNEL = "local"
-HELP = "Commands: /memory, /context, /reset, /stop, /quit."
 
 
 class TerminalSink:
     def __init__(self, out: TextIO) -> None:
         self._out = out
 
-    async def deliver(self, owner: Owner, channel: str, text: str) -> None:
-        self._out.write(text.rstrip() + "\n\n")
+    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
+        self._out.write(reply.text_form().rstrip() + "\n\n")
         self._out.flush()
 
 
@@ -37,8 +34,7 @@ class TerminalSink:
 class LocalChat:
     owner: Owner
     conductor: Conductor
-    messages: MessageStore
-    memory: MemoryStore
+    commands: OwnerCommands
     out: TextIO
 
     def _say(self, text: str) -> None:
@@ -48,33 +44,14 @@ class LocalChat:
     async def _command(self, line: str) -> bool:
         """Handle a slash command; False when the chat should end."""
         word = line.split()[0].lower()
-        actions: dict[str, Callable[[], Awaitable[str]]] = {
-            "/memory": self._memory,
-            "/context": self._context,
-            "/reset": self._reset,
-            "/stop": self._stop,
-            "/help": _help,
-            "/start": _help,
-        }
         if word == "/quit":
             return False
-        action = actions.get(word)
-        self._say(await action() if action else f"Unknown command {word}. {HELP}")
+        name = command_name(line)
+        if name is None:
+            self._say(f"Unknown command {word}. Type /quit to leave.\n\n{HELP}")
+            return True
+        self._say(await self.commands.run(self.owner, name))
         return True
-
-    async def _memory(self) -> str:
-        return memory_digest((await self.memory.load(self.owner.id)).document)
-
-    async def _context(self) -> str:
-        return context_digest((await self.memory.load(self.owner.id)).document)
-
-    async def _reset(self) -> str:
-        await self.conductor.stop(self.owner.id)
-        await self.messages.reset_thread(self.owner.id)
-        return "Started a new conversation. Your memory is kept."
-
-    async def _stop(self) -> str:
-        return "Stopped." if await self.conductor.stop(self.owner.id) else "Nothing is running."
 
     async def handle(self, line: str, wait: bool) -> bool:
         text = line.strip()
@@ -90,7 +67,7 @@ class LocalChat:
     async def run(self, lines: TextIO, interactive: bool) -> None:
         loop = asyncio.get_running_loop()
         if interactive:
-            self._say(f"Talking to Nod as {self.owner.name}. {HELP}")
+            self._say(f"Talking to Nod as {self.owner.name}. Type /help for commands, /quit to leave.")
         while True:
             line = await loop.run_in_executor(None, lines.readline)
             if not line:
@@ -99,7 +76,3 @@ class LocalChat:
                 await self.conductor.close()  # /quit: a turn still running is stopped
                 return
         await self.conductor.wait(self.owner.id)  # end of input: let the last answer arrive
-
-
-async def _help() -> str:
-    return f"I'm Nod. Write to me as you would to a person. {HELP}"

@@ -11,6 +11,14 @@ mid-thought; folding the new text into a model call already in flight cannot be 
 with Chat Completions anyway. ``stop`` cancels the running turn at once; the gateway
 stops waiting for the model even when the provider ignores the cancellation.
 
+A message can arrive with asides: the text it quotes or forwards, and its attachments.
+They are stored first, each flagged (forwarded text is not the owner's words; an
+attachment is not text the owner wrote), so the turn sees them and memory cannot cite
+them, while the owner's own words — a comment, a caption — are the request itself.
+
+The reply goes back to the identity the request came from (a Telegram chat, a WhatsApp
+number); the stored copy is its text form, so the conversation shows the choices offered.
+
 Delivery is shielded: once a checked answer exists it is stored as Nod's message and
 handed to the reply sink even if a stop arrives in that instant, so what the owner
 received and what Nod remembers saying never differ.
@@ -26,17 +34,28 @@ from typing import Protocol
 
 from core.agent.tools import TurnContext, TurnOrigin
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
+from core.errors import DeliveryFailed
+from core.replies import Reply
 from core.storage.messages import NewMessage, Role, StoredMessage
-from core.storage.owners import Owner
+from core.storage.owners import Identity, Owner
 
 log = logging.getLogger("nod.agent")
 TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."
 
 
 class ReplySink(Protocol):
-    """The channel's way back to the owner; a failure is the sink's to log."""
+    """The channel's way back to the owner at ``to``; raises DeliveryFailed when it gives up."""
 
-    async def deliver(self, owner: Owner, channel: str, text: str) -> None: ...
+    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None: ...
+
+
+@dataclass(frozen=True)
+class Aside:
+    """Text that came with a message but is not the owner's words: a quote, a forward, a file."""
+
+    text: str
+    forwarded: bool = False
+    attachment: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,6 +68,12 @@ class Inbound:
     attachment: bool = False
     forwarded: bool = False
     sent_at: datetime | None = None
+    address: str | None = None  # who on the channel sent it; the reply goes there
+    asides: tuple[Aside, ...] = ()
+
+    @property
+    def sender(self) -> Identity:
+        return Identity(self.channel, self.address or self.owner.name)
 
 
 class Conductor:
@@ -63,10 +88,17 @@ class Conductor:
 
         Returns the stored message, or None when it was a redelivery already handled.
         """
+        sent_at = inbound.sent_at or self._deps.clock.now()
+        for number, aside in enumerate(inbound.asides, start=1):
+            external = f"{inbound.external_id}#{number}" if inbound.external_id else None
+            await self._deps.messages.append(NewMessage(
+                owner_id=inbound.owner.id, role=Role.OWNER, text=aside.text, channel=inbound.channel,
+                sent_at=sent_at, external_id=external, forwarded=aside.forwarded, attachment=aside.attachment,
+                origin=TurnOrigin.OWNER_MESSAGE.value))
         stored = await self._deps.messages.append(
             NewMessage(
                 owner_id=inbound.owner.id, role=Role.OWNER, text=inbound.text, channel=inbound.channel,
-                sent_at=inbound.sent_at or self._deps.clock.now(), external_id=inbound.external_id,
+                sent_at=sent_at, external_id=inbound.external_id,
                 card_title=inbound.card_title, attachment=inbound.attachment, forwarded=inbound.forwarded,
                 origin=TurnOrigin.OWNER_MESSAGE.value,
             )
@@ -74,10 +106,10 @@ class Conductor:
         if not stored.created:
             log.info("message_redelivered owner=%s message=%s", inbound.owner.id, stored.message.id)
             return None
-        await self._start(inbound.owner, stored.message)
+        await self._start(inbound.owner, stored.message, inbound.sender)
         return stored.message
 
-    async def _start(self, owner: Owner, request: StoredMessage) -> None:
+    async def _start(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         lock = self._locks.setdefault(owner.id, asyncio.Lock())
         async with lock:
             running = self._turns.get(owner.id)
@@ -85,7 +117,7 @@ class Conductor:
                 log.info("turn_restarted owner=%s by_message=%s", owner.id, request.id)
                 running.cancel()
                 await asyncio.wait({running})
-            self._turns[owner.id] = asyncio.create_task(self._turn(owner, request), name=f"turn-{owner.id}")
+            self._turns[owner.id] = asyncio.create_task(self._turn(owner, request, sender), name=f"turn-{owner.id}")
 
     async def stop(self, owner_id: int) -> bool:
         """Cancel the owner's running turn; True if there was one."""
@@ -107,7 +139,7 @@ class Conductor:
         if self._turns:
             await asyncio.wait(set(self._turns.values()))
 
-    async def _turn(self, owner: Owner, request: StoredMessage) -> None:
+    async def _turn(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         current = await self._deps_owner(owner)
         ctx = TurnContext(current, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id)
         try:
@@ -118,21 +150,23 @@ class Conductor:
         except Exception:  # noqa: BLE001 - the edge of the turn: log, apologise, go on
             log.exception("turn_failed owner=%s message=%s", owner.id, request.id)
             outcome = TurnOutcome(TURN_FAILED)
-        await asyncio.shield(self._deliver(current, request, outcome.text))
+        await asyncio.shield(self._deliver(current, request, sender, outcome.reply))
 
     async def _deps_owner(self, owner: Owner) -> Owner:
         """The owner as stored now: settings (spending, saving) may have changed since."""
         return await self._deps.owners.by_id(owner.id)
 
-    async def _deliver(self, owner: Owner, request: StoredMessage, text: str) -> None:
+    async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply) -> None:
         try:
             await self._deps.messages.append(
-                NewMessage(owner.id, Role.ASSISTANT, text, request.channel, self._deps.clock.now(),
+                NewMessage(owner.id, Role.ASSISTANT, reply.text_form(), request.channel, self._deps.clock.now(),
                            origin=TurnOrigin.OWNER_MESSAGE.value)
             )
         except Exception:  # noqa: BLE001 - still answer the owner when storing the reply failed
             log.exception("reply_store_failed owner=%s", owner.id)
         try:
-            await self._sink.deliver(owner, request.channel, text)
+            await self._sink.deliver(owner, to, reply)
+        except DeliveryFailed as exc:
+            log.warning("reply_delivery_failed owner=%s channel=%s code=%s error=%s", owner.id, to.channel, exc.code, exc)
         except Exception:  # noqa: BLE001 - a channel failure is logged, never raised into the core
-            log.exception("reply_delivery_failed owner=%s channel=%s", owner.id, request.channel)
+            log.exception("reply_delivery_failed owner=%s channel=%s", owner.id, to.channel)

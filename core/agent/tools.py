@@ -6,7 +6,8 @@ only work the owner started may write. A tool never raises into the loop: a bad 
 or a refusal becomes ``{"error": sentence}`` for the model to read. A tool whose result
 carries text from outside Nod (a skill body, and later web pages or email) is wrapped in
 an ``untrusted_tool_result`` block: data for the model, never instructions and never the
-owner's words.
+owner's words. ``offer_choices`` only records the task card's buttons: the turn shows them
+under its reply, and a tap comes back as a message flagged as Nod's own wording.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 from core.agent.model import ToolCall, ToolSpec
 from core.errors import NodError
+from core.replies import MAX_CHOICE_CHARS, MAX_CHOICES
 from core.storage.memory_store import MemoryStore
 from core.storage.owners import Owner
 from core.tools.reading import ReadTools
@@ -106,6 +108,11 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
              {"type": "object", "properties": {
                  "action": {"type": "string", "enum": ["read", "save", "patch"]}, "name": _STRING,
                  "description": _STRING, "body": _STRING}, "required": ["action", "name"]}),
+    ToolSpec("offer_choices", f"Show up to {MAX_CHOICES} short choices (each up to {MAX_CHOICE_CHARS} characters) "
+             "as buttons under your reply; the owner's tap arrives as their next message. Write the reply "
+             "as usual: it must make sense without the buttons.",
+             {"type": "object", "properties": {"choices": {"type": "array", "items": _STRING}},
+              "required": ["choices"]}),
 )
 TOOL_NAMES = tuple(spec.name for spec in TOOL_SPECS)
 READS = ("memory_read", "memory_find", "history_search")
@@ -139,6 +146,8 @@ class TurnTools:
             return ToolOutcome(name, args, await self._personal.handle(ctx, args))
         if name == "skills":
             return await self._skills(ctx, args)
+        if name == "offer_choices":
+            return ToolOutcome(name, args, _choices_result(args))
         return ToolOutcome(name, args, {"error": f"There is no tool {name!r}; the tools are {', '.join(TOOL_NAMES)}."})
 
     async def _skills(self, ctx: TurnContext, args: dict[str, Any]) -> ToolOutcome:
@@ -151,3 +160,20 @@ class TurnTools:
             return ToolOutcome("skills", args, {"error": f"No learned skill named {args.get('name')!r} (skills: {names})."})
         return ToolOutcome("skills", args, {"name": skill.name, "description": skill.description, "body": skill.body},
                            untrusted=True)
+
+
+def _choices_result(args: dict[str, Any]) -> dict[str, Any]:
+    choices = args.get("choices")
+    if not isinstance(choices, list) or not choices or not all(isinstance(c, str) and c.strip() for c in choices):
+        return {"error": "choices must be a list of one or more non-empty strings."}
+    if len(choices) > MAX_CHOICES or any(len(c.strip()) > MAX_CHOICE_CHARS for c in choices):
+        return {"error": f"Offer at most {MAX_CHOICES} choices of at most {MAX_CHOICE_CHARS} characters each."}
+    return {"shown": [c.strip() for c in choices], "note": "The buttons appear under your reply."}
+
+
+def offered_choices(outcomes: list[ToolOutcome] | tuple[ToolOutcome, ...]) -> tuple[str, ...]:
+    """The last valid offer_choices of a turn: the buttons its reply carries."""
+    for outcome in reversed(outcomes):
+        if outcome.name == "offer_choices" and "shown" in outcome.result:
+            return tuple(outcome.result["shown"])
+    return ()

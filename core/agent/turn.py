@@ -21,11 +21,12 @@ from core.agent.context import RECENT_TURNS, TurnInputs, turn_messages
 from core.agent.gateway import Gateway
 from core.agent.model import ChatReply, Message
 from core.agent.spending import Spending
-from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnContext, TurnOrigin, TurnTools
+from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnContext, TurnOrigin, TurnTools, offered_choices
 from core.clock import Clock
 from core.errors import ModelError, ModelRefused, ModelTimeout
 from core.history.related import related_messages
 from core.memory.render import render_index
+from core.replies import Reply
 from core.storage.memory_store import MemoryStore
 from core.storage.messages import MessageStore, StoredMessage
 from core.storage.owners import OwnerStore
@@ -86,6 +87,11 @@ class TurnOutcome:
     text: str
     steps: int = 0
     reads: tuple[ToolOutcome, ...] = ()
+    choices: tuple[str, ...] = ()
+
+    @property
+    def reply(self) -> Reply:
+        return Reply(self.text, self.choices)
 
 
 def model_failure_sentence(error: ModelError) -> str:
@@ -153,5 +159,15 @@ async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> 
         return TurnOutcome(model_failure_sentence(exc))
     if not draft.strip():
         return TurnOutcome(EMPTY_ANSWER, steps, tuple(reads))
-    checked = await deps.check.check(ctx, request, draft, reads)
-    return TurnOutcome(checked, steps, tuple(reads))
+    return await _checked(deps, ctx, request, Reply(draft, offered_choices(reads)), steps, tuple(reads))
+
+
+async def _checked(
+    deps: TurnDeps, ctx: TurnContext, request: StoredMessage, draft: Reply, steps: int, reads: tuple[ToolOutcome, ...]
+) -> TurnOutcome:
+    """The check reads a task card's full text form; a revision is delivered as plain text."""
+    shown = draft.text_form()
+    checked = await deps.check.check(ctx, request, shown, reads)
+    if checked != shown:
+        return TurnOutcome(checked, steps, reads)
+    return TurnOutcome(draft.text, steps, reads, draft.choices)

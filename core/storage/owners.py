@@ -151,6 +151,13 @@ class OwnerStore:
             row = (await conn.execute(query)).first()
         return _owner(row) if row else None
 
+    async def identities(self, owner_id: int) -> tuple[Identity, ...]:
+        """The owner's channel identities in the order they were linked."""
+        query = select(identities).where(identities.c.owner_id == owner_id).order_by(identities.c.id)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return tuple(Identity(r.channel, r.external_id) for r in rows)
+
     async def all(self) -> list[tuple[Owner, tuple[Identity, ...]]]:
         async with self._engine.connect() as conn:
             rows = (await conn.execute(select(owners).order_by(owners.c.id))).all()

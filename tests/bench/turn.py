@@ -24,7 +24,8 @@ from bot.wiring import build_gateway, services
 from core.agent.conductor import Conductor, Inbound
 from core.agent.model import ChatReply, ChatRequest, ToolCall
 from core.storage.messages import NewMessage, Role
-from core.storage.owners import Owner
+from core.replies import Reply
+from core.storage.owners import Identity, Owner
 from tests.bench.scale import messages_text, percentiles, vocabulary
 from tests.bench.storage import full_document
 
@@ -50,7 +51,7 @@ class InstantModel:
 class Sink:
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def deliver(self, owner: Owner, channel: str, text: str) -> None:
+    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
         self.arrived.set()
 
 

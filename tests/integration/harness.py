@@ -15,7 +15,8 @@ from bot.settings import Settings
 from bot.wiring import Services, services
 from core.agent.conductor import Conductor, Inbound
 from core.clock import FixedClock
-from core.storage.owners import Owner
+from core.replies import Reply
+from core.storage.owners import Identity, Owner
 from core.storage.schema import usage as usage_table
 from tests.fakes.model_server import FakeModelServer
 
@@ -27,9 +28,11 @@ START = datetime(2026, 12, 3, 9, 0, tzinfo=timezone.utc)
 @dataclass
 class Sink:
     sent: list[str] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
 
-    async def deliver(self, owner: Owner, channel: str, text: str) -> None:
-        self.sent.append(text)
+    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
+        self.sent.append(reply.text_form())
+        self.replies.append(reply)
 
 
 @dataclass

@@ -38,7 +38,7 @@ async def test_a_turn_reads_memory_searches_history_and_delivers_the_answer(nod:
     system = first["messages"][0]["content"]
     assert "people/sister: Sister: Ana" in system and "Europe/Lisbon" in system
     assert {t["function"]["name"] for t in first["tools"]} == {
-        "memory_read", "memory_find", "history_search", "manage_personal_context", "skills"}
+        "memory_read", "memory_find", "history_search", "manage_personal_context", "skills", "offer_choices"}
     assert json.loads(_tool_messages(second)[0])["text"] == "Sister: Ana"
     found = json.loads(_tool_messages(third)[1])["results"]
     assert any("Porto" in r["text"] for r in found)

@@ -1,0 +1,67 @@
+"""Who may talk to Nod: only known identities are owners.
+
+An unknown sender gets one short refusal — at most once an hour per sender, and at most
+``REFUSALS_PER_MINUTE`` for all strangers together, so Nod cannot be used to spam — and
+nothing of theirs is stored beyond one log line that tells the operator how to let them
+in. With open sign-up the operator lets anyone in: the first message creates an owner
+with that identity, in UTC until the operator sets a zone.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from core.clock import Clock
+from core.errors import AlreadyExists
+from core.inbox.recent import Recent
+from core.storage.owners import Identity, Owner, OwnerStore
+
+log = logging.getLogger("nod.inbox.gate")
+REFUSAL = "Sorry, I'm a private assistant and I only talk with the people I work for."
+REFUSALS_PER_MINUTE = 20
+
+
+class Gate:
+    def __init__(self, owners: OwnerStore, clock: Clock, open_signup: bool = False) -> None:
+        self._owners = owners
+        self._clock = clock
+        self._open_signup = open_signup
+        self._refused = Recent(timedelta(hours=1))
+        self._recent_refusals = Recent(timedelta(minutes=1))
+
+    async def owner_for(self, sender: Identity, display_name: str | None) -> Owner | None:
+        owner = await self._owners.by_identity(sender)
+        if owner is None and self._open_signup:
+            owner = await self._sign_up(sender, display_name)
+        return owner
+
+    async def _sign_up(self, sender: Identity, display_name: str | None) -> Owner:
+        first = (display_name or "").strip()[:60]
+        names = [first] if first else []
+        names.append(f"{first or sender.channel} ({sender.channel} {sender.external_id})".strip())
+        for name in names:
+            try:
+                owner = await self._owners.add(name, "UTC", (sender,), self._clock.now())
+            except AlreadyExists:
+                found = await self._owners.by_identity(sender)  # a parallel first message won
+                if found is not None:
+                    return found
+                continue
+            log.info("owner_signed_up owner=%s channel=%s", owner.id, sender.channel)
+            return owner
+        raise AlreadyExists(f"Could not sign up {sender.channel} {sender.external_id}.")
+
+    def refusal(self, sender: Identity) -> str | None:
+        """The refusal to send this stranger now, or None when it would be one too many."""
+        now = self._clock.now()
+        log.warning(
+            "stranger_refused channel=%s id=%s (to let them in: nod owners add NAME --%s %s)",
+            sender.channel, sender.external_id, sender.channel, sender.external_id,
+        )
+        if self._recent_refusals.count_since(now - timedelta(minutes=1)) >= REFUSALS_PER_MINUTE:
+            return None
+        if not self._refused.first_time(sender, now):
+            return None
+        self._recent_refusals.first_time(("refusal", now, sender), now)
+        return REFUSAL

@@ -1,0 +1,48 @@
+"""Replies go back where the request came from; a failed channel falls back to another.
+
+One owner may reach Nod on several channels and has one conversation: the reply to a
+message goes to the identity that sent it. When that channel gives up (WhatsApp refuses
+a free-form message outside its 24-hour window, the owner blocked the Telegram bot), the
+reply goes to the owner's other identities, in the order they were linked, with a line
+saying why; without another channel the failure stays a log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from core.agent.conductor import ReplySink
+from core.errors import DeliveryFailed
+from core.replies import Reply
+from core.storage.owners import Identity, Owner, OwnerStore
+
+log = logging.getLogger("nod.inbox.routing")
+
+
+class ChannelRouter:
+    def __init__(self, sinks: Mapping[str, ReplySink], owners: OwnerStore) -> None:
+        self._sinks = dict(sinks)
+        self._owners = owners
+
+    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
+        sink = self._sinks.get(to.channel)
+        if sink is None:
+            raise DeliveryFailed(f"No channel {to.channel!r} is running to deliver the reply.")
+        try:
+            await sink.deliver(owner, to, reply)
+            return
+        except DeliveryFailed as exc:
+            failure = exc
+        log.warning("delivery_failed owner=%s channel=%s code=%s error=%s", owner.id, to.channel, failure.code, failure)
+        for other in await self._owners.identities(owner.id):
+            if other == to or other.channel not in self._sinks or other.channel == to.channel:
+                continue
+            note = f"(I couldn't send this on {to.channel.capitalize()}: {failure})\n\n"
+            try:
+                await self._sinks[other.channel].deliver(owner, other, Reply(note + reply.text, reply.choices))
+                log.info("delivery_fallback owner=%s from=%s to=%s", owner.id, to.channel, other.channel)
+                return
+            except DeliveryFailed as exc:
+                log.warning("delivery_failed owner=%s channel=%s code=%s error=%s", owner.id, other.channel, exc.code, exc)
+        raise failure
