@@ -1,4 +1,4 @@
-"""``nod run``: the web server (and, as they land, the channels and maintenance) until a signal.
+"""``nod run``: the web server, the configured channels and the hourly maintenance, until a signal.
 
 SIGINT and SIGTERM set one event; everything shuts down in reverse order of starting,
 and the database is closed last.
@@ -13,6 +13,7 @@ import signal
 from aiohttp import web
 
 from adapters.web.app import build_app
+from bot.channels import channels
 from bot.settings import Settings
 from bot.wiring import Services, services
 from core.maintenance.tick import next_tick
@@ -40,14 +41,15 @@ async def run_server(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with services(settings) as svc:
-        runner = web.AppRunner(build_app(svc.engine), handle_signals=False)
+    async with services(settings) as svc, channels(settings, svc) as running:
+        runner = web.AppRunner(build_app(svc.engine, running.webhooks), handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, settings.host, settings.port)
         warming = asyncio.create_task(svc.search_index.warm()) if svc.search_index else None
         hourly = asyncio.create_task(_maintenance_loop(svc, stop))
         try:
             await site.start()
+            await running.start()
             log.info("started host=%s port=%s", settings.host, settings.port)
             print(f"Nod is listening on http://{settings.host}:{settings.port}", flush=True)
             await stop.wait()

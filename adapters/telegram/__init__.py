@@ -1,0 +1,1 @@
+"""Telegram through python-telegram-bot: polling or a webhook on Nod's own web server."""

@@ -1,0 +1,1 @@
+"""WhatsApp through Twilio: a signed webhook in, the REST API out."""

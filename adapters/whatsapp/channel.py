@@ -1,0 +1,95 @@
+"""The WhatsApp channel: Twilio's signed webhook in, the front door, the REST API out.
+
+``POST /webhooks/whatsapp`` validates ``X-Twilio-Signature`` with twilio's
+RequestValidator against the public URL Twilio called (``NOD_PUBLIC_URL`` plus the path
+and query): a bad or missing signature gets 403 and nothing is stored. A valid message is
+stored (idempotent on MessageSid, since Twilio retries) and its turn started before the
+answer — 200 with empty TwiML, at once; the reply goes out later through the REST API.
+A command's answer (a digest may call the model) is sent from a task of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from aiohttp import web
+from twilio.request_validator import RequestValidator, get_signature_algorithm
+from twilio.twiml.messaging_response import MessagingResponse
+
+from adapters.whatsapp.inbound import incoming_message
+from adapters.whatsapp.sink import TwilioSender
+from core.inbox.commands import command_name
+from core.inbox.front import FrontDoor, Incoming
+
+log = logging.getLogger("nod.whatsapp")
+PATH = "/webhooks/whatsapp"
+EMPTY_TWIML = str(MessagingResponse())
+
+
+class WhatsAppChannel:
+    def __init__(self, sender: TwilioSender, auth_token: str, public_url: str) -> None:
+        self.sender = sender
+        self._validator = RequestValidator(auth_token)
+        self._url = public_url.rstrip("/") + PATH
+        self._front: FrontDoor | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, front: FrontDoor) -> None:
+        self._front = front
+
+    async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks))
+        await self.sender.close()
+
+    def _signed(self, request: web.Request, params: dict[str, str]) -> bool:
+        url = self._url + (f"?{request.query_string}" if request.query_string else "")
+        algorithm = get_signature_algorithm(request.headers.get("X-Twilio-Webhooks-Signature-Settings"))
+        signature = request.headers.get("X-Twilio-Signature", "")
+        return bool(signature) and bool(self._validator.validate(url, params, signature, algorithm))
+
+    async def webhook(self, request: web.Request) -> web.Response:
+        try:
+            form = await request.post()
+        except ValueError:
+            return web.Response(status=400, text="malformed form")
+        params = {key: value for key, value in form.items() if isinstance(value, str)}
+        if not self._signed(request, params):
+            log.warning("whatsapp_webhook_refused reason=signature remote=%s", request.remote)
+            return web.Response(status=403, text="forbidden")
+        incoming = incoming_message(params)
+        if incoming is None or self._front is None:
+            log.info("whatsapp_webhook_ignored sid=%s", params.get("MessageSid", "-"))
+            return _twiml()
+        if command_name(incoming.text) is not None and not incoming.forwarded:
+            self._spawn(self._answer(self._front, incoming))
+        else:
+            handled = await self._front.handle(incoming)
+            if handled.answer:
+                self._spawn(self._send(incoming.sender.external_id, handled.answer))
+        return _twiml()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer(self, front: FrontDoor, incoming: Incoming) -> None:
+        handled = await front.handle(incoming)
+        if handled.answer:
+            await self._send(incoming.sender.external_id, handled.answer)
+
+    async def _send(self, number: str, text: str) -> None:
+        try:
+            await self.sender.send(number, text)
+        except Exception:  # noqa: BLE001 - logged by the sender; a webhook task never crashes the server
+            log.info("whatsapp_answer_not_sent")
+
+
+def _twiml() -> web.Response:
+    return web.Response(text=EMPTY_TWIML, content_type="text/xml")

@@ -1,0 +1,83 @@
+"""The channels ``nod run`` starts: Telegram and WhatsApp, each when it is configured.
+
+Every channel hands its messages to one front door, and every reply leaves through one
+router that sends it back to the identity it answers (falling back to the owner's other
+channel when that one refuses). Objects are made first, so their webhook handlers can be
+mounted before the web server starts; they start after it listens, because Telegram's
+setWebhook may call back at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from adapters.telegram.channel import TelegramChannel, TelegramConfig
+from adapters.web.app import Handler
+from adapters.whatsapp.channel import PATH as WHATSAPP_PATH
+from adapters.whatsapp.channel import WhatsAppChannel
+from adapters.whatsapp.sink import TwilioSender, build_client
+from bot.settings import Settings
+from bot.wiring import Services
+from core.agent.conductor import ReplySink
+from core.inbox.front import FrontDoor
+from core.inbox.routing import ChannelRouter
+
+TELEGRAM_PATH = "/webhooks/telegram"
+DEFAULT_TELEGRAM_API = "https://api.telegram.org"
+
+
+@dataclass
+class Channels:
+    front: FrontDoor
+    telegram: TelegramChannel | None = None
+    whatsapp: WhatsAppChannel | None = None
+    webhooks: dict[str, Handler] = field(default_factory=dict)
+
+    async def start(self) -> None:
+        if self.telegram is not None:
+            await self.telegram.start(self.front)
+        if self.whatsapp is not None:
+            self.whatsapp.start(self.front)
+
+
+def _telegram(settings: Settings) -> TelegramChannel | None:
+    if not settings.telegram_bot_token:
+        return None
+    return TelegramChannel(TelegramConfig(
+        settings.telegram_bot_token, settings.telegram_api_base_url or DEFAULT_TELEGRAM_API,
+        settings.telegram_webhook_url, settings.telegram_webhook_secret))
+
+
+def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
+    if not (settings.twilio_account_sid and settings.twilio_auth_token and settings.twilio_whatsapp_from
+            and settings.public_url):
+        return None
+    client = build_client(settings.twilio_account_sid, settings.twilio_auth_token, settings.twilio_api_base_url)
+    return WhatsAppChannel(TwilioSender(client, settings.twilio_whatsapp_from), settings.twilio_auth_token,
+                           settings.public_url)
+
+
+@asynccontextmanager
+async def channels(settings: Settings, svc: Services) -> AsyncIterator[Channels]:
+    """The configured channels around one front door; stopped in reverse on the way out."""
+    telegram, whatsapp = _telegram(settings), _whatsapp(settings)
+    sinks: dict[str, ReplySink] = {}
+    if telegram is not None:
+        sinks["telegram"] = telegram.sender
+    if whatsapp is not None:
+        sinks["whatsapp"] = whatsapp.sender
+    made = Channels(svc.front_door(ChannelRouter(sinks, svc.owners)), telegram, whatsapp)
+    if telegram is not None and settings.telegram_webhook_url:
+        made.webhooks[TELEGRAM_PATH] = telegram.webhook
+    if whatsapp is not None:
+        made.webhooks[WHATSAPP_PATH] = whatsapp.webhook
+    try:
+        yield made
+    finally:
+        await made.front.close()
+        if whatsapp is not None:
+            await whatsapp.stop()
+        if telegram is not None:
+            await telegram.stop()

@@ -1,0 +1,151 @@
+"""A fake Telegram Bot API on 127.0.0.1, spoken to by python-telegram-bot itself.
+
+It answers the methods Nod uses (getMe, setMyCommands, deleteWebhook, setWebhook,
+getUpdates, sendMessage, sendChatAction, answerCallbackQuery, editMessageReplyMarkup)
+the way Telegram does, records every call, queues updates for long polling, and can be
+told to fail a method next (``fail("sendMessage", 429, retry_after=1)``). The helpers at
+the bottom build update JSON as Telegram sends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+TOKEN = "123456:TEST-token"
+BOT_ID = 123456
+_JSON_FIELDS = ("reply_markup", "commands", "allowed_updates")
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass
+class FakeTelegramServer:
+    token: str = TOKEN
+    calls: list[Call] = field(default_factory=list)
+    _updates: list[dict[str, Any]] = field(default_factory=list)
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    _failures: dict[str, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
+    _runner: web.AppRunner | None = None
+    port: int = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> FakeTelegramServer:
+        app = web.Application()
+        app.router.add_post("/bot{token}/{method}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def push(self, update: dict[str, Any]) -> None:
+        """Queue an update for getUpdates (long polling)."""
+        self._updates.append(update)
+        self._arrived.set()
+
+    def fail(self, method: str, status: int, retry_after: int | None = None, description: str = "error") -> None:
+        body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+        if retry_after is not None:
+            body["parameters"] = {"retry_after": retry_after}
+        self._failures.setdefault(method, []).append((status, body))
+
+    def of(self, method: str) -> list[dict[str, Any]]:
+        return [c.params for c in self.calls if c.method == method]
+
+    def texts(self, chat_id: int | None = None) -> list[str]:
+        return [p["text"] for p in self.of("sendMessage") if chat_id is None or int(p["chat_id"]) == chat_id]
+
+    async def wait_for(self, method: str, count: int = 1, timeout: float = 15.0) -> list[dict[str, Any]]:
+        async def enough() -> None:
+            while len(self.of(method)) < count:
+                await asyncio.sleep(0.01)
+        await asyncio.wait_for(enough(), timeout)
+        return self.of(method)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.json_response({"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401)
+        method = request.match_info["method"]
+        form = dict(await request.post()) if request.can_read_body else {}
+        params = {k: json.loads(v) if k in _JSON_FIELDS else v for k, v in form.items()}
+        self.calls.append(Call(method, params))
+        failures = self._failures.get(method)
+        if failures:
+            status, body = failures.pop(0)
+            return web.json_response(body, status=status)
+        return web.json_response({"ok": True, "result": await self._result(method, params)})
+
+    async def _result(self, method: str, params: dict[str, Any]) -> Any:
+        if method == "getMe":
+            return {"id": BOT_ID, "is_bot": True, "first_name": "Nod", "username": "NodTestBot",
+                    "can_join_groups": False, "can_read_all_group_messages": False, "supports_inline_queries": False}
+        if method == "getUpdates":
+            return await self._poll(int(params.get("offset", 0) or 0))
+        if method == "sendMessage":
+            chat = {"id": int(params["chat_id"]), "type": "private", "first_name": "Owner"}
+            message = {"message_id": next(self._ids), "date": 1_764_750_000, "chat": chat, "text": params["text"]}
+            if "reply_markup" in params:
+                message["reply_markup"] = params["reply_markup"]
+            return message
+        return True
+
+    async def _poll(self, offset: int) -> list[dict[str, Any]]:
+        ready = [u for u in self._updates if u["update_id"] >= offset]
+        if not ready:
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), 0.2)
+            except asyncio.TimeoutError:
+                return []
+            ready = [u for u in self._updates if u["update_id"] >= offset]
+        return ready
+
+
+def _chat(user_id: int, chat_type: str) -> dict[str, Any]:
+    if chat_type == "private":
+        return {"id": user_id, "type": "private", "first_name": "Maya"}
+    return {"id": -100_000 - user_id, "type": chat_type, "title": "Family"}
+
+
+def message_update(update_id: int, user_id: int, text: str | None = None, *, chat_type: str = "private",
+                   **extra: Any) -> dict[str, Any]:
+    """An update carrying a message; ``extra`` adds fields (caption, photo, forward_origin…)."""
+    message: dict[str, Any] = {
+        "message_id": update_id, "date": 1_764_750_000, "chat": _chat(user_id, chat_type),
+        "from": {"id": user_id, "is_bot": False, "first_name": "Maya"},
+    }
+    if text is not None:
+        message["text"] = text
+        if text.startswith("/"):
+            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}]
+    message.update(extra)
+    return {"update_id": update_id, "message": message}
+
+
+def callback_update(update_id: int, user_id: int, data: str, sent: dict[str, Any]) -> dict[str, Any]:
+    """A tap on an inline button of ``sent`` (a sendMessage call's parameters)."""
+    message = {"message_id": 77, "date": 1_764_750_000, "chat": _chat(user_id, "private"),
+               "from": {"id": BOT_ID, "is_bot": True, "first_name": "Nod"}, "text": sent["text"],
+               "reply_markup": sent["reply_markup"]}
+    query = {"id": f"cb{update_id}", "from": {"id": user_id, "is_bot": False, "first_name": "Maya"},
+             "chat_instance": "ci", "data": data, "message": message}
+    return {"update_id": update_id, "callback_query": query}

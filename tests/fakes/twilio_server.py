@@ -1,0 +1,99 @@
+"""A fake Twilio REST API on 127.0.0.1, spoken to by the twilio client itself.
+
+It answers ``POST /2010-04-01/Accounts/{sid}/Messages.json`` as Twilio does (basic auth
+with the account sid and auth token, a form body, a message resource back), records every
+message, and can be told to fail the next sends with a Twilio error code or to answer
+slowly. ``inbound_form`` and ``sign`` build what Twilio's webhook would POST to Nod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from twilio.request_validator import RequestValidator
+
+ACCOUNT_SID = "AC" + "0" * 32
+AUTH_TOKEN = "twilio-test-auth-token"
+FROM = "+15550001111"
+
+
+@dataclass
+class FakeTwilioServer:
+    sent: list[dict[str, str]] = field(default_factory=list)
+    delay_s: float = 0.0
+    _failures: list[tuple[int, int, str]] = field(default_factory=list)
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _runner: web.AppRunner | None = None
+    port: int = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> FakeTwilioServer:
+        app = web.Application()
+        app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", self._create)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def fail(self, status: int, code: int, message: str) -> None:
+        self._failures.append((status, code, message))
+
+    def bodies(self, to: str | None = None) -> list[str]:
+        return [m["Body"] for m in self.sent if to is None or m["To"] == f"whatsapp:{to}"]
+
+    async def wait_for(self, count: int, timeout: float = 15.0) -> list[str]:
+        async def enough() -> None:
+            while len(self.sent) < count:
+                await asyncio.sleep(0.01)
+        await asyncio.wait_for(enough(), timeout)
+        return self.bodies()
+
+    async def _create(self, request: web.Request) -> web.Response:
+        expected = "Basic " + base64.b64encode(f"{ACCOUNT_SID}:{AUTH_TOKEN}".encode()).decode()
+        if request.match_info["sid"] != ACCOUNT_SID or request.headers.get("Authorization") != expected:
+            return web.json_response({"code": 20003, "message": "Authenticate", "status": 401}, status=401)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        form = {k: str(v) for k, v in (await request.post()).items()}
+        if self._failures:
+            status, code, message = self._failures.pop(0)
+            return web.json_response({"code": code, "message": message, "status": status,
+                                      "more_info": f"https://www.twilio.com/docs/errors/{code}"}, status=status)
+        self.sent.append(form)
+        sid = f"SM{next(self._ids):032d}"
+        return web.json_response(_resource(sid, form), status=201)
+
+
+def _resource(sid: str, form: dict[str, str]) -> dict[str, Any]:
+    return {"sid": sid, "account_sid": ACCOUNT_SID, "to": form.get("To"), "from": form.get("From"),
+            "body": form.get("Body"), "status": "queued", "direction": "outbound-api", "num_segments": "1",
+            "num_media": "0", "api_version": "2010-04-01", "price": None, "error_code": None,
+            "error_message": None, "date_created": "Thu, 03 Dec 2026 09:00:00 +0000",
+            "uri": f"/2010-04-01/Accounts/{ACCOUNT_SID}/Messages/{sid}.json"}
+
+
+def inbound_form(sid: str, number: str, body: str = "", **extra: str) -> dict[str, str]:
+    """The form Twilio POSTs for an inbound WhatsApp message."""
+    form = {"MessageSid": sid, "SmsMessageSid": sid, "AccountSid": ACCOUNT_SID, "From": f"whatsapp:{number}",
+            "To": f"whatsapp:{FROM}", "Body": body, "NumMedia": "0", "ProfileName": "Maya",
+            "WaId": number.lstrip("+"), "ApiVersion": "2010-04-01"}
+    form.update(extra)
+    return form
+
+
+def sign(url: str, form: dict[str, str], token: str = AUTH_TOKEN) -> str:
+    return RequestValidator(token).compute_signature(url, form)

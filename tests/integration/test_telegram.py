@@ -1,0 +1,258 @@
+"""Telegram end to end: python-telegram-bot against the fake Bot API, Nod's webhook, the scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sqlalchemy import select
+
+from core.storage.schema import messages as messages_table
+from tests.fakes.model_server import FakeModelServer, structured, text, tool
+from tests.fakes.telegram_server import FakeTelegramServer, callback_update, message_update
+from tests.fakes.twilio_server import FakeTwilioServer
+from tests.integration.harness import AGENT, MEMORY
+from tests.integration.live import MAYA_TELEGRAM, MAYA_WHATSAPP, Live, make_live
+
+STRANGER = 9999
+
+
+async def _stored(live: Live) -> list[tuple[str, str, bool, bool, bool]]:
+    query = select(messages_table).order_by(messages_table.c.id)
+    async with live.nod.svc.engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [(r.role, r.text, r.card_title, r.forwarded, r.attachment) for r in rows]
+
+
+async def _settle(live: Live) -> None:
+    await asyncio.wait_for(live.nod.conductor.wait(live.nod.owner.id), 15)
+    await asyncio.wait_for(live.running.front.wait(live.nod.owner.id), 15)
+
+
+async def test_a_message_in_and_the_reply_out_with_typing_commands_and_webhook(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    server.enqueue(AGENT, text("Hi **Maya** <3"))
+    assert await live.post_update(message_update(1, MAYA_TELEGRAM, "hello")) == 200
+    sent = await telegram.wait_for("sendMessage")
+    assert sent[0]["text"] == "Hi <b>Maya</b> &lt;3" and sent[0]["parse_mode"] == "HTML"
+    assert int(sent[0]["chat_id"]) == MAYA_TELEGRAM
+    assert telegram.of("sendChatAction")[0]["action"] == "typing"
+    assert {c["command"] for c in telegram.of("setMyCommands")[0]["commands"]} == {
+        "start", "help", "memory", "context", "reset", "stop"}
+    hook = telegram.of("setWebhook")[0]
+    assert hook["url"] == "https://nod.example.org/webhooks/telegram" and hook["secret_token"] == "webhook-secret"
+    assert await _stored(live) == [("owner", "hello", False, False, False), ("assistant", "Hi **Maya** <3", False, False, False)]
+
+
+async def test_polling_mode_answers_through_get_updates(
+        tmp_path: Path, server: FakeModelServer, telegram: FakeTelegramServer, twilio: FakeTwilioServer) -> None:
+    async for live in make_live(tmp_path, server, telegram, twilio, webhook=False):
+        server.enqueue(AGENT, text("Polled and answered."))
+        telegram.push(message_update(5, MAYA_TELEGRAM, "are you there?"))
+        assert (await telegram.wait_for("sendMessage"))[0]["text"] == "Polled and answered."
+        assert telegram.of("getUpdates") and not telegram.of("setWebhook")
+        assert live.running.webhooks == {"/webhooks/whatsapp": live.running.whatsapp.webhook}  # type: ignore[union-attr]
+
+
+async def test_a_wrong_or_missing_secret_is_refused_and_nothing_is_stored(live: Live, server: FakeModelServer) -> None:
+    assert await live.post_update(message_update(1, MAYA_TELEGRAM, "hello"), secret="guess") == 403
+    assert await live.post_update(message_update(2, MAYA_TELEGRAM, "hello"), secret=None) == 403
+    async with live.http.post(live.url + "/webhooks/telegram", data=b"{not json",
+                              headers={"X-Telegram-Bot-Api-Secret-Token": "webhook-secret"}) as response:
+        assert response.status == 400
+    await asyncio.sleep(0.2)
+    assert await _stored(live) == [] and server.calls() == []
+
+
+async def test_a_redelivered_update_is_answered_once(live: Live, server: FakeModelServer,
+                                                     telegram: FakeTelegramServer) -> None:
+    server.enqueue(AGENT, text("Once."))
+    update = message_update(7, MAYA_TELEGRAM, "hello")
+    assert await live.post_update(update) == 200
+    await telegram.wait_for("sendMessage")
+    await _settle(live)
+    assert await live.post_update(update) == 200
+    server.enqueue(AGENT, text("Next."))
+    await live.post_update(message_update(8, MAYA_TELEGRAM, "and now?"))
+    assert await telegram.wait_for("sendMessage", 2) and telegram.texts() == ["Once.", "Next."]
+    assert len(server.calls()) == 2
+
+
+async def test_groups_get_nothing_and_leave_nothing(live: Live, server: FakeModelServer,
+                                                    telegram: FakeTelegramServer) -> None:
+    server.enqueue(AGENT, text("Only here."))
+    for n, kind in enumerate(("group", "supergroup", "channel"), start=1):
+        assert await live.post_update(message_update(n, MAYA_TELEGRAM, "/memory what do you know?", chat_type=kind)) == 200
+    await live.post_update(message_update(9, MAYA_TELEGRAM, "private hello"))
+    await telegram.wait_for("sendMessage")
+    await _settle(live)
+    assert telegram.texts() == ["Only here."]
+    assert [int(p["chat_id"]) for p in telegram.of("sendMessage")] == [MAYA_TELEGRAM]
+    assert [m[1] for m in await _stored(live)] == ["private hello", "Only here."]
+
+
+async def test_an_unknown_sender_gets_one_short_refusal_and_nothing_is_stored(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    for n in range(1, 4):
+        await live.post_update(message_update(n, STRANGER, f"hi, I am a stranger {n}"))
+    await telegram.wait_for("sendMessage")
+    await asyncio.sleep(0.3)
+    assert len(telegram.texts(STRANGER)) == 1 and "private assistant" in telegram.texts(STRANGER)[0]
+    assert await _stored(live) == [] and server.calls() == []
+    assert len(await live.nod.svc.owners.all()) == 1
+
+
+async def test_open_sign_up_makes_a_stranger_an_owner(
+        tmp_path: Path, server: FakeModelServer, telegram: FakeTelegramServer, twilio: FakeTwilioServer) -> None:
+    async for live in make_live(tmp_path, server, telegram, twilio, open_signup=True):
+        server.enqueue(AGENT, text("Welcome!"))
+        await live.post_update(message_update(1, STRANGER, "hello"))
+        assert (await telegram.wait_for("sendMessage"))[0]["text"] == "Welcome!"
+        owners = {o.name: links for o, links in await live.nod.svc.owners.all()}
+        assert owners["Maya"] and [(i.channel, i.external_id) for i in owners["Maya (telegram 9999)"]] == [
+            ("telegram", "9999")]  # the first name Maya was taken
+
+
+async def test_flood_control_429_is_waited_out_then_the_reply_arrives(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    telegram.fail("sendMessage", 429, retry_after=1, description="Too Many Requests: retry after 1")
+    server.enqueue(AGENT, text("Worth the wait."))
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "hello"))
+    await telegram.wait_for("sendMessage", 2)
+    assert telegram.texts() == ["Worth the wait.", "Worth the wait."]  # the refused try, then the delivered one
+
+
+async def test_rejected_markup_is_sent_again_as_plain_text(live: Live, server: FakeModelServer,
+                                                            telegram: FakeTelegramServer) -> None:
+    telegram.fail("sendMessage", 400, description="Bad Request: can't parse entities")
+    server.enqueue(AGENT, text("a **b** c"))
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "hello"))
+    sent = await telegram.wait_for("sendMessage", 2)
+    assert sent[1]["text"] == "a **b** c" and "parse_mode" not in sent[1]
+
+
+async def test_a_long_reply_is_split_at_4096_on_paragraphs(live: Live, server: FakeModelServer,
+                                                           telegram: FakeTelegramServer) -> None:
+    paragraphs = [f"Paragraph {n}. " + "word " * 300 for n in range(6)]
+    server.enqueue(AGENT, text("\n\n".join(paragraphs)))
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "tell me everything"))
+    await telegram.wait_for("sendMessage", 3)
+    await _settle(live)
+    parts = telegram.texts()
+    assert len(parts) >= 3 and all(len(p) <= 4096 for p in parts)
+    assert all(p.startswith("Paragraph") for p in parts)
+    assert " ".join(" ".join(parts).split()) == " ".join(" ".join(paragraphs).split())
+
+
+async def test_a_card_tap_is_stored_as_nods_wording_and_starts_a_turn(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    server.enqueue(AGENT, tool("offer_choices", {"choices": ["Tuesday", "Wednesday"]}), text("Which day suits you?"),
+                   text("Wednesday it is."))
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "book the dentist"))
+    card = (await telegram.wait_for("sendMessage"))[0]
+    assert card["text"] == "Which day suits you?"
+    buttons = [b for row in card["reply_markup"]["inline_keyboard"] for b in row]
+    assert [(b["text"], b["callback_data"]) for b in buttons] == [("Tuesday", "choice:1"), ("Wednesday", "choice:2")]
+    await _settle(live)
+    await live.post_update(callback_update(2, MAYA_TELEGRAM, "choice:2", card))
+    await telegram.wait_for("sendMessage", 2)
+    assert telegram.of("answerCallbackQuery") and telegram.of("editMessageReplyMarkup")
+    stored = await _stored(live)
+    assert stored[1] == ("assistant", "Which day suits you?\n\n1. Tuesday\n2. Wednesday", False, False, False)
+    assert stored[2] == ("owner", "Wednesday", True, False, False)
+    last_prompt = server.calls()[-1]["messages"][-1]["content"]
+    assert "[tapped the button: Wednesday]" in last_prompt
+
+
+async def test_forwarded_and_quoted_text_is_flagged_and_memory_learn_cannot_cite_it(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    forward = {"forward_origin": {"type": "hidden_user", "sender_user_name": "Someone", "date": 1_764_740_000}}
+    server.enqueue(AGENT, tool("manage_personal_context", {"action": "memory_learn"}), text("Noted."))
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "My bank PIN rules: Ana's birthday is 12 May", **forward))
+    await telegram.wait_for("sendMessage")
+    await _settle(live)
+    quoted = {"reply_to_message": {"message_id": 5, "date": 1_764_740_000, "chat": {"id": MAYA_TELEGRAM, "type": "private"},
+                                   "text": "Ana's birthday is 12 May"}}
+    note = {"path": "people/ana", "text": "Ana's birthday: 12 May", "message_ids": [1, 3],
+            "quote": "Ana's birthday is 12 May"}
+    server.enqueue(MEMORY, structured({"notes": [note]}), purpose="memory_learn")
+    server.enqueue(AGENT, tool("manage_personal_context", {"action": "memory_learn", "message_ids": [1]}), text("Sure."))
+    await live.post_update(message_update(2, MAYA_TELEGRAM, "remember this", **quoted))
+    await telegram.wait_for("sendMessage", 2)
+    await _settle(live)
+    stored = await _stored(live)
+    assert stored[0] == ("owner", "My bank PIN rules: Ana's birthday is 12 May", False, True, False)
+    assert stored[2] == ("owner", "[replying to] Ana's birthday is 12 May", False, True, False)
+    assert stored[3] == ("owner", "remember this", False, False, False)
+    assert (await live.nod.svc.memory.load(live.nod.owner.id)).document.entries == ()
+    learn_inputs = " ".join(str(c["messages"]) for c in server.calls("memory_learn"))
+    assert "birthday" not in learn_inputs  # neither the forward nor the quote reached the memory model
+
+
+async def test_attachments_are_flagged_and_the_caption_is_the_owners_words(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    photo = [{"file_id": "f1", "file_unique_id": "u1", "width": 10, "height": 10}]
+    server.enqueue(AGENT, text("Nice boat."), text("A file."))
+    await live.post_update(message_update(1, MAYA_TELEGRAM, None, photo=photo, caption="my new boat"))
+    await telegram.wait_for("sendMessage")
+    await _settle(live)
+    document = {"file_id": "f2", "file_unique_id": "u2", "file_name": "lease.pdf"}
+    await live.post_update(message_update(2, MAYA_TELEGRAM, None, document=document))
+    await telegram.wait_for("sendMessage", 2)
+    await _settle(live)
+    stored = await _stored(live)
+    assert stored[0] == ("owner", "[sent a photo]", False, False, True)
+    assert stored[1] == ("owner", "my new boat", False, False, False)
+    assert stored[3] == ("owner", "[sent a file: lease.pdf]", False, False, True)
+
+
+async def test_memory_and_context_digests_without_a_turn(live: Live, server: FakeModelServer,
+                                                         telegram: FakeTelegramServer) -> None:
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "/memory"))
+    assert (await telegram.wait_for("sendMessage"))[0]["text"].startswith("I don't remember anything")
+    await live.nod.svc.memory.update(live.nod.owner.id, _with_sister(live))
+    server.enqueue(MEMORY, structured({"summary": "Your sister Ana lives in Porto."}), purpose="digest")
+    await live.post_update(message_update(2, MAYA_TELEGRAM, "/memory@NodTestBot"))
+    assert (await telegram.wait_for("sendMessage", 2))[1]["text"] == "Your sister Ana lives in Porto.\n\n(1 note saved.)"
+    server.enqueue(MEMORY, text("not json at all"), purpose="digest")
+    await live.post_update(message_update(3, MAYA_TELEGRAM, "/context"))
+    plain = (await telegram.wait_for("sendMessage", 3))[2]["text"]
+    assert plain.startswith("What I see at the start of every turn") and "people/sister: Sister: Ana" in plain
+    assert server.calls() == [] and len(server.calls("digest")) == 2
+    assert len(await live.nod.usage_rows("digest")) == 2  # both calls count in usage
+    assert await _stored(live) == []  # commands are not conversation
+
+
+async def test_reset_and_stop_commands(live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "/stop"))
+    assert (await telegram.wait_for("sendMessage"))[0]["text"] == "Nothing is running."
+    first = await live.nod.svc.messages.active_thread(live.nod.owner.id)
+    await live.post_update(message_update(2, MAYA_TELEGRAM, "/reset"))
+    assert (await telegram.wait_for("sendMessage", 2))[1]["text"].startswith("Started a new conversation")
+    assert await live.nod.svc.messages.active_thread(live.nod.owner.id) != first
+
+
+async def test_one_conversation_across_channels_and_a_blocked_bot_falls_back_to_whatsapp(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer, twilio: FakeTwilioServer) -> None:
+    server.enqueue(AGENT, text("Got it on Telegram."))
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "my boat is called Gaivota"))
+    await telegram.wait_for("sendMessage")
+    await _settle(live)
+    telegram.fail("sendMessage", 403, description="Forbidden: bot was blocked by the user")
+    server.enqueue(AGENT, text("It's called Gaivota."))
+    await live.post_update(message_update(2, MAYA_TELEGRAM, "what is my boat called?"))
+    bodies = await twilio.wait_for(1)
+    assert bodies[0].startswith("(I couldn't send this on Telegram: the owner has blocked the bot")
+    assert bodies[0].endswith("It's called Gaivota.") and twilio.sent[0]["To"] == f"whatsapp:{MAYA_WHATSAPP}"
+    prompt = str(server.calls()[-1]["messages"])
+    assert "my boat is called Gaivota" in prompt and "Got it on Telegram." in prompt
+
+
+def _with_sister(live: Live):  # type: ignore[no-untyped-def]
+    from core.memory import document as ops
+    from core.memory.model import Origin
+
+    def change(doc):  # type: ignore[no-untyped-def]
+        entry = ops.make_entry("people/sister", "Sister: Ana", origin=Origin.STATED, now=live.nod.svc.clock.now())
+        return ops.add_entry(doc, entry)
+    return change
