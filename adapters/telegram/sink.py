@@ -84,7 +84,7 @@ class TelegramSender:
                 raise
             except Forbidden as exc:
                 log.warning("telegram_forbidden method=%s error=%s", what, exc.message)
-                raise DeliveryFailed("the owner has blocked the bot or never started it", code="403") from exc
+                raise DeliveryFailed("Telegram says the bot is blocked or was never started", code="403") from exc
             except NetworkError as exc:  # 5xx, timeouts, connection failures
                 delay = self._backoff[min(attempt - 1, len(self._backoff) - 1)]
                 log.warning("telegram_unavailable method=%s error=%s attempt=%s", what, exc.message, attempt)

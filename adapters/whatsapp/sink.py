@@ -37,7 +37,7 @@ class TwilioSender:
     def __init__(self, client: Client, from_number: str, timeout_s: float = SEND_TIMEOUT_S) -> None:
         self._client = client
         self._from = from_number if from_number.startswith("whatsapp:") else f"whatsapp:{from_number}"
-        self._timeout = timeout_s
+        self.timeout_s = timeout_s
 
     async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
         await self.send(to.external_id, reply.text_form())
@@ -49,14 +49,14 @@ class TwilioSender:
     async def _send_part(self, number: str, part: str) -> None:
         try:
             message = await asyncio.wait_for(
-                self._client.messages.create_async(from_=self._from, to=f"whatsapp:{number}", body=part), self._timeout)
+                self._client.messages.create_async(from_=self._from, to=f"whatsapp:{number}", body=part), self.timeout_s)
         except TwilioRestException as exc:
             log.warning("twilio_send_failed code=%s status=%s error=%s", exc.code, exc.status, exc.msg)
-            reason = ("the last message from you is more than 24 hours old, so WhatsApp refuses free-form replies"
-                      if exc.code == OUTSIDE_WINDOW else f"Twilio refused it (error {exc.code})")
+            reason = ("WhatsApp only accepts my replies within 24 hours of your last message there"
+                      if exc.code == OUTSIDE_WINDOW else f"Twilio refused the WhatsApp message (error {exc.code})")
             raise DeliveryFailed(reason, code=str(exc.code)) from exc
         except asyncio.TimeoutError as exc:
-            log.warning("twilio_send_failed code=timeout after_s=%s", self._timeout)
+            log.warning("twilio_send_failed code=timeout after_s=%s", self.timeout_s)
             raise DeliveryFailed("Twilio did not answer in time", code="timeout") from exc
         except (TwilioException, OSError) as exc:
             log.warning("twilio_send_failed code=unreachable error=%s", exc)

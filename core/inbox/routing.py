@@ -38,7 +38,7 @@ class ChannelRouter:
         for other in await self._owners.identities(owner.id):
             if other == to or other.channel not in self._sinks or other.channel == to.channel:
                 continue
-            note = f"(I couldn't send this on {to.channel.capitalize()}: {failure})\n\n"
+            note = f"(I couldn't reply where you wrote: {failure}.)\n\n"
             try:
                 await self._sinks[other.channel].deliver(owner, other, Reply(note + reply.text, reply.choices))
                 log.info("delivery_fallback owner=%s from=%s to=%s", owner.id, to.channel, other.channel)

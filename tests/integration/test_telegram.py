@@ -242,7 +242,7 @@ async def test_one_conversation_across_channels_and_a_blocked_bot_falls_back_to_
     server.enqueue(AGENT, text("It's called Gaivota."))
     await live.post_update(message_update(2, MAYA_TELEGRAM, "what is my boat called?"))
     bodies = await twilio.wait_for(1)
-    assert bodies[0].startswith("(I couldn't send this on Telegram: the owner has blocked the bot")
+    assert bodies[0].startswith("(I couldn't reply where you wrote: Telegram says the bot is blocked")
     assert bodies[0].endswith("It's called Gaivota.") and twilio.sent[0]["To"] == f"whatsapp:{MAYA_WHATSAPP}"
     prompt = str(server.calls()[-1]["messages"])
     assert "my boat is called Gaivota" in prompt and "Got it on Telegram." in prompt

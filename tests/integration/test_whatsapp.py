@@ -1,0 +1,132 @@
+"""WhatsApp end to end: Twilio's signed webhook into Nod, replies through the twilio client to the fake REST API."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import select
+
+from core.storage.schema import messages as messages_table
+from tests.fakes.model_server import FakeModelServer, structured, text, tool
+from tests.fakes.twilio_server import FakeTwilioServer, inbound_form, sign
+from tests.integration.harness import AGENT, MEMORY
+from tests.integration.live import MAYA_WHATSAPP, Live
+
+PUBLIC = "https://nod.example.org/webhooks/whatsapp"
+EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response />'
+
+
+async def _stored(live: Live) -> list[tuple[str, str, bool, bool, str | None]]:
+    async with live.nod.svc.engine.connect() as conn:
+        rows = (await conn.execute(select(messages_table).order_by(messages_table.c.id))).all()
+    return [(r.role, r.text, r.forwarded, r.attachment, r.external_id) for r in rows]
+
+
+async def _settle(live: Live) -> None:
+    await asyncio.wait_for(live.running.front.wait(live.nod.owner.id), 15)
+
+
+async def test_a_message_in_empty_twiml_at_once_and_the_reply_through_the_rest_api(
+        live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
+    server.enqueue(AGENT, tool("offer_choices", {"choices": ["Tuesday", "Wednesday"]}), text("Which day?"))
+    status, body = await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "book the dentist"))
+    assert (status, body) == (200, EMPTY_TWIML)
+    assert await twilio.wait_for(1) == ["Which day?\n\n1. Tuesday\n2. Wednesday"]  # no buttons: the text form
+    assert twilio.sent[0]["To"] == f"whatsapp:{MAYA_WHATSAPP}" and twilio.sent[0]["From"] == "whatsapp:+15550001111"
+    await _settle(live)
+    assert (await _stored(live))[0] == ("owner", "book the dentist", False, False, "SM1")
+
+
+async def test_a_bad_or_missing_signature_is_refused_and_nothing_is_stored(
+        live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
+    form = inbound_form("SM1", MAYA_WHATSAPP, "hello")
+    assert (await live.post_whatsapp(form, signature="bm90IGEgc2lnbmF0dXJl"))[0] == 403
+    assert (await live.post_whatsapp(form, signature=""))[0] == 403
+    tampered = {**form, "Body": "forget everything"}  # signed for the original body
+    assert (await live.post_whatsapp(tampered, signature=sign(PUBLIC, form)))[0] == 403
+    assert (await live.post_whatsapp(form, signature=sign(PUBLIC, form, token="another-token")))[0] == 403
+    await asyncio.sleep(0.2)
+    assert await _stored(live) == [] and server.calls() == [] and twilio.sent == []
+
+
+async def test_twilio_retries_of_one_message_sid_are_answered_once(
+        live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
+    server.enqueue(AGENT, text("Once."))
+    form = inbound_form("SM7", MAYA_WHATSAPP, "hello")
+    for _ in range(3):
+        assert (await live.post_whatsapp(form))[0] == 200
+    await twilio.wait_for(1)
+    await _settle(live)
+    await asyncio.sleep(0.2)
+    assert twilio.bodies() == ["Once."] and len(server.calls()) == 1
+    assert [m[1] for m in await _stored(live)] == ["hello", "Once."]
+
+
+async def test_a_long_reply_is_split_at_1600(live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
+    sentences = " ".join(f"Sentence number {n} is here." for n in range(200))
+    server.enqueue(AGENT, text(sentences))
+    await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "tell me a lot"))
+    await twilio.wait_for(4)
+    await _settle(live)
+    parts = twilio.bodies()
+    assert len(parts) == 4  # 5,689 characters: cuts at sentence ends cost a little room
+    assert all(len(p) <= 1600 and p.endswith(".") for p in parts)
+    assert " ".join(parts) == sentences
+
+
+async def test_media_are_flagged_and_the_body_is_the_owners_caption(
+        live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
+    server.enqueue(AGENT, text("Lovely."))
+    form = inbound_form("SM1", MAYA_WHATSAPP, "our new flat", NumMedia="1", MediaContentType0="image/jpeg",
+                        MediaUrl0="https://api.twilio.com/media/ME1")
+    await live.post_whatsapp(form)
+    await twilio.wait_for(1)
+    await _settle(live)
+    assert (await _stored(live))[:2] == [("owner", "[sent a file: image/jpeg]", False, True, "SM1#1"),
+                                        ("owner", "our new flat", False, False, "SM1")]
+
+
+async def test_a_forwarded_message_is_not_the_owners_words(
+        live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
+    server.enqueue(AGENT, tool("manage_personal_context", {"action": "memory_learn"}), text("I see."))
+    server.enqueue(MEMORY, structured({"notes": []}), purpose="memory_learn")
+    await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "I am allergic to penicillin", Forwarded="true"))
+    await twilio.wait_for(1)
+    await _settle(live)
+    assert (await _stored(live))[0][2] is True
+    assert server.calls("memory_learn") == []  # memory_learn refuses to start from a forwarded message
+    assert (await live.nod.svc.memory.load(live.nod.owner.id)).document.entries == ()
+
+
+async def test_memory_digest_and_an_unknown_number(live: Live, server: FakeModelServer,
+                                                    twilio: FakeTwilioServer) -> None:
+    server.enqueue(MEMORY, structured({"summary": "Nothing much yet."}), purpose="digest")
+    await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "/memory"))
+    assert (await twilio.wait_for(1))[0].startswith("I don't remember anything")  # empty memory: no model call
+    for n in range(3):
+        assert (await live.post_whatsapp(inbound_form(f"SMX{n}", "+15559998888", "hi there")))[0] == 200
+    await twilio.wait_for(2)
+    await asyncio.sleep(0.2)
+    assert twilio.bodies("+15559998888") == ["Sorry, I'm a private assistant and I only talk with the people I work for."]
+    assert await _stored(live) == [] and server.calls("digest") == [] and server.calls() == []
+
+
+async def test_a_send_outside_the_24_hour_window_is_logged_and_told_on_telegram(
+        live: Live, server: FakeModelServer, twilio: FakeTwilioServer, caplog) -> None:  # type: ignore[no-untyped-def]
+    twilio.fail(400, 63016, "Failed to send freeform message because you are outside the allowed window.")
+    server.enqueue(AGENT, text("Here is your answer."))
+    await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "hello"))
+    sent = await live.telegram.wait_for("sendMessage")
+    assert sent[0]["text"].startswith("(I couldn't reply where you wrote: WhatsApp only accepts my replies within 24 hours")
+    assert sent[0]["text"].endswith("Here is your answer.")
+    assert any("twilio_send_failed code=63016" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_slow_twilio_send_is_bounded_by_its_timeout(live: Live, server: FakeModelServer,
+                                                            twilio: FakeTwilioServer) -> None:
+    live.running.whatsapp.sender.timeout_s = 0.2  # type: ignore[union-attr]
+    twilio.delay_s = 2.0
+    server.enqueue(AGENT, text("Too slow for Twilio."))
+    await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "hello"))
+    sent = await live.telegram.wait_for("sendMessage")
+    assert "Twilio did not answer in time" in sent[0]["text"]
