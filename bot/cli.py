@@ -42,10 +42,15 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--telegram", action="append", default=[], metavar="ID")
     add.add_argument("--whatsapp", action="append", default=[], metavar="+NUMBER")
     add.add_argument("--tz", default="UTC", metavar="ZONE")
+    link = owners_sub.add_parser("link", help="link more Telegram ids or WhatsApp numbers to an owner")
+    link.add_argument("name")
+    link.add_argument("--telegram", action="append", default=[], metavar="ID")
+    link.add_argument("--whatsapp", action="append", default=[], metavar="+NUMBER")
     owners_sub.add_parser("list", help="list owners")
     oset = owners_sub.add_parser("set", help="change an owner's settings")
     oset.add_argument("name")
     oset.add_argument("--spending-limit", metavar="USD", help="monthly limit in US dollars, or 'default'")
+    oset.add_argument("--tz", metavar="ZONE", help="the owner's IANA time zone, such as Europe/Lisbon")
 
     chat = sub.add_parser("chat", help="talk to Nod in the terminal (one message a line when piped)")
     chat.add_argument("--owner", required=True)
@@ -95,8 +100,9 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
         ("owners", "add"): lambda s: commands.owners_add(
             s, args.name, args.telegram, args.whatsapp, args.tz
         ),
+        ("owners", "link"): lambda s: commands.owners_link(s, args.name, args.telegram, args.whatsapp),
         ("owners", "list"): commands.owners_list,
-        ("owners", "set"): lambda s: conversation.owners_set(s, args.name, args.spending_limit),
+        ("owners", "set"): lambda s: conversation.owners_set(s, args.name, args.spending_limit, args.tz),
         ("chat", None): lambda s: conversation.chat(s, args.owner),
         ("usage", None): lambda s: conversation.usage(s, args.owner),
         ("maintenance", "run"): lambda s: conversation.maintenance_run(s, args.owner),

@@ -24,13 +24,32 @@ from core.storage.owners import Identity
 IMPORT_CHANNEL = "import"
 
 
+def _links(telegram: list[str], whatsapp: list[str]) -> tuple[Identity, ...]:
+    links = tuple(Identity("telegram", _telegram_id(t)) for t in telegram)
+    return links + tuple(Identity("whatsapp", _whatsapp_number(n)) for n in whatsapp)
+
+
 async def owners_add(
     svc: Services, name: str, telegram: list[str], whatsapp: list[str], tz: str
 ) -> str:
-    links = tuple(Identity("telegram", t) for t in telegram)
-    links += tuple(Identity("whatsapp", _whatsapp_number(n)) for n in whatsapp)
-    owner = await svc.owners.add(name, tz, links, svc.clock.now())
+    owner = await svc.owners.add(name, tz, _links(telegram, whatsapp), svc.clock.now())
     return f"Added owner {owner.name} (id {owner.id}, {owner.time_zone})."
+
+
+async def owners_link(svc: Services, name: str, telegram: list[str], whatsapp: list[str]) -> str:
+    owner = await svc.owners.by_name(name)
+    links = _links(telegram, whatsapp)
+    if not links:
+        raise InvalidInput("Name at least one --telegram ID or --whatsapp +NUMBER to link.")
+    for link in links:
+        await svc.owners.link(owner.id, link)
+    return f"Linked {', '.join(f'{i.channel}:{i.external_id}' for i in links)} to {owner.name}."
+
+
+def _telegram_id(raw: str) -> str:
+    if not raw.strip().isdigit():
+        raise InvalidInput(f"A Telegram id is the owner's numeric user id (ask @userinfobot), not {raw!r}.")
+    return raw.strip()
 
 
 def _whatsapp_number(raw: str) -> str:

@@ -31,10 +31,14 @@ async def usage(svc: Services, owner_name: str) -> str:
     return render_usage(today, month, capacity.limit_usd)
 
 
-async def owners_set(svc: Services, name: str, spending_limit: str | None) -> str:
+async def owners_set(svc: Services, name: str, spending_limit: str | None, tz: str | None = None) -> str:
     owner = await svc.owners.by_name(name)
+    if tz is not None:
+        await svc.owners.set_time_zone(owner.id, tz)
+        if spending_limit is None:
+            return f"{owner.name}'s time zone is now {tz}."
     if spending_limit is None:
-        return f"{owner.name}: nothing to change (try --spending-limit USD)."
+        return f"{owner.name}: nothing to change (try --spending-limit USD or --tz ZONE)."
     if spending_limit.lower() == "default":
         limit = None
     else:

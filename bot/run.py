@@ -55,7 +55,9 @@ async def run_server(settings: Settings) -> None:
             await stop.wait()
             log.info("stopping")
         finally:
-            if warming is not None:
-                warming.cancel()
-            hourly.cancel()
+            background = [task for task in (warming, hourly) if task is not None]
+            for task in background:
+                task.cancel()
+            # wait for them: a task still holding a connection when the engine closes hangs the exit
+            await asyncio.gather(*background, return_exceptions=True)
             await runner.cleanup()

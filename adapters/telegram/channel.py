@@ -26,12 +26,12 @@ from typing import Any
 from aiohttp import web
 from telegram import BotCommand, Update
 from telegram.constants import ChatAction
-from telegram.error import TelegramError
+from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application, ContextTypes, TypeHandler
 
 from adapters.telegram.inbound import incoming_message, is_private, sender_of, tapped_choice
 from adapters.telegram.sink import TelegramSender
-from core.errors import DeliveryFailed
+from core.errors import ConfigError, DeliveryFailed
 from core.inbox.commands import COMMANDS, command_name
 from core.inbox.front import FrontDoor, Handled, Incoming
 
@@ -73,12 +73,17 @@ class TelegramChannel:
         app = self.application
         app.add_handler(TypeHandler(Update, self._on_update))
         app.add_error_handler(self._on_error)
-        await app.initialize()
+        try:
+            await app.initialize()
+            if self._config.webhook_url:
+                await app.bot.set_webhook(self._config.webhook_url, secret_token=self._config.webhook_secret,
+                                          allowed_updates=ALLOWED_UPDATES)
+        except InvalidToken as exc:
+            raise ConfigError("Telegram refused TELEGRAM_BOT_TOKEN; copy it again from @BotFather.") from exc
+        except TelegramError as exc:
+            raise ConfigError(f"Telegram's Bot API at {self._config.api_base_url} answered: {exc.message}.") from exc
         await self._register_commands()
-        if self._config.webhook_url:
-            await app.bot.set_webhook(self._config.webhook_url, secret_token=self._config.webhook_secret,
-                                      allowed_updates=ALLOWED_UPDATES)
-        elif app.updater is not None:
+        if not self._config.webhook_url and app.updater is not None:
             await app.updater.start_polling(allowed_updates=ALLOWED_UPDATES)
         await app.start()
         log.info("telegram_started mode=%s", "webhook" if self._config.webhook_url else "polling")

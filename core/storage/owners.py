@@ -167,6 +167,11 @@ class OwnerStore:
             by_owner.setdefault(link.owner_id, []).append(Identity(link.channel, link.external_id))
         return [(_owner(r), tuple(by_owner.get(r.id, ()))) for r in rows]
 
+    async def set_time_zone(self, owner_id: int, time_zone: str) -> None:
+        check_time_zone(time_zone)
+        async with self._engine.begin() as conn:
+            await conn.execute(update(owners).where(owners.c.id == owner_id).values(time_zone=time_zone))
+
     async def set_settings(self, owner_id: int, settings: OwnerSettings) -> None:
         async with self._engine.begin() as conn:
             await conn.execute(

@@ -43,6 +43,11 @@ def test_owners_add_and_list(tmp_path: Path) -> None:
     assert listed.stdout.strip() == "ana\tEurope/Lisbon\ttelegram:42, whatsapp:+351911"
     again = nod(tmp_path, "owners", "add", "ana")
     assert again.returncode == 1 and "already registered" in _one_sentence_error(again)
+    linked = nod(tmp_path, "owners", "link", "ana", "--telegram", "43")
+    assert linked.returncode == 0 and nod(tmp_path, "owners", "set", "ana", "--tz", "Asia/Tokyo").returncode == 0
+    assert nod(tmp_path, "owners", "list").stdout.strip() == "ana\tAsia/Tokyo\ttelegram:42, whatsapp:+351911, telegram:43"
+    taken = nod(tmp_path, "owners", "add", "bo", "--telegram", "43")
+    assert taken.returncode == 1 and "already registered" in _one_sentence_error(taken)
 
 
 def test_bad_usage_exits_2_with_one_sentence(tmp_path: Path) -> None:
@@ -63,6 +68,8 @@ def test_refusals_exit_1(tmp_path: Path) -> None:
         ("memory", "add", "--owner", "ana", "about/x", "ok", "--expires", "soon"),
         ("memory", "forget", "--owner", "ana", "about/missing"),
         ("owners", "add", "bob", "--tz", "Nowhere/City"),
+        ("owners", "add", "bob", "--telegram", "@bob"),
+        ("owners", "link", "ana"),
     ):
         result = nod(tmp_path, *args)
         assert result.returncode == 1, args
