@@ -68,7 +68,7 @@ class Services:
     open_signup: bool = False
 
     def conductor(self, sink: ReplySink) -> Conductor:
-        return Conductor(self.turn, sink)
+        return Conductor(self.turn, sink, DatabaseLocks(self.engine))
 
     def commands(self, conductor: Conductor) -> OwnerCommands:
         return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory))

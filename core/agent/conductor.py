@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -47,6 +48,12 @@ class ReplySink(Protocol):
     """The channel's way back to the owner at ``to``; raises DeliveryFailed when it gives up."""
 
     async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None: ...
+
+
+class TurnLocks(Protocol):
+    """One turn per owner across worker processes (a PostgreSQL advisory lock)."""
+
+    def turn(self, owner_id: int) -> AbstractAsyncContextManager[None]: ...
 
 
 @dataclass(frozen=True)
@@ -77,9 +84,10 @@ class Inbound:
 
 
 class Conductor:
-    def __init__(self, deps: TurnDeps, sink: ReplySink) -> None:
+    def __init__(self, deps: TurnDeps, sink: ReplySink, locks: TurnLocks | None = None) -> None:
         self._deps = deps
         self._sink = sink
+        self._locks_across = locks
         self._turns: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
 
@@ -140,6 +148,11 @@ class Conductor:
             await asyncio.wait(set(self._turns.values()))
 
     async def _turn(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
+        across = self._locks_across.turn(owner.id) if self._locks_across is not None else nullcontext()
+        async with across:  # another worker's turn for this owner ends (and delivers) first
+            await self._run(owner, request, sender)
+
+    async def _run(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         current = await self._deps_owner(owner)
         ctx = TurnContext(current, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id)
         try:

@@ -114,7 +114,8 @@ def _assistant_calls(reply: ChatReply) -> Message:
 
 
 async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> TurnInputs:
-    recent = [m for m in await deps.messages.recent(ctx.owner.id, RECENT_TURNS + 1) if m.id < request.id]
+    # everything but the request, which comes last: a reply stored after it (another worker's turn) too
+    recent = [m for m in await deps.messages.recent(ctx.owner.id, RECENT_TURNS + 1) if m.id != request.id]
     oldest = min((m.id for m in recent), default=request.id)
     related = await related_messages(deps.engine, deps.messages, ctx.thread_id, request.text, oldest)
     doc = (await deps.memory.load(ctx.owner.id)).document

@@ -1,20 +1,31 @@
-"""Per-owner locks for background work that must run once even with several workers.
+"""Per-owner locks for work that must not overlap even with several workers.
 
 On PostgreSQL a session-level advisory lock (``pg_try_advisory_lock``) held on its own
 connection for the length of the work: every worker sees it, and it is released when the
 work ends or the connection dies. On SQLite there is one process, so an asyncio lock per
-owner does the same. Both are *try* locks: a worker that finds the owner busy skips it.
+owner does the same.
+
+``hold`` is a *try* lock for maintenance: a worker that finds the owner busy skips it.
+``turn`` *waits*, for agent turns: one turn per owner across workers, so a message that
+reached another worker is answered after the running turn, with that turn's reply in
+view. It waits by polling the try-lock, never inside a blocking ``pg_advisory_lock``,
+so a stopped or restarted turn stops waiting at once and leaves no query behind. On
+SQLite it is free: the conductor already runs one turn per owner in its process.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import TracebackType
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-_NAMESPACE = 0x4E0D  # the advisory-lock key space for per-owner work
+_NAMESPACE = 0x4E0D  # the advisory-lock key space for per-owner maintenance
+_TURNS = 0x4E0E  # ... and for per-owner agent turns
+TURN_POLL_S = 0.1
 
 
 class _Held:
@@ -62,3 +73,24 @@ class DatabaseLocks:
 
     def hold(self, owner_id: int) -> _Held:
         return _Held(self, owner_id)
+
+    @asynccontextmanager
+    async def turn(self, owner_id: int) -> AsyncIterator[None]:
+        if self.engine.dialect.name != "postgresql":
+            yield
+            return
+        key = {"ns": _TURNS, "owner": owner_id}
+        async with self.engine.connect() as conn:
+            while not (await conn.execute(text("SELECT pg_try_advisory_lock(:ns, :owner)"), key)).scalar():
+                await conn.commit()
+                await asyncio.sleep(TURN_POLL_S)
+            await conn.commit()
+            try:
+                yield
+            finally:
+                await asyncio.shield(_unlock(conn, key))
+
+
+async def _unlock(conn: AsyncConnection, key: dict[str, int]) -> None:
+    await conn.execute(text("SELECT pg_advisory_unlock(:ns, :owner)"), key)
+    await conn.commit()

@@ -19,7 +19,11 @@ from core.errors import ModelTimeout, UnreadableAnswer
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin, Skill
 from core.storage.messages import NewMessage, Role
-from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
+from bot.settings import Settings
+from bot.wiring import services
+from core.clock import FixedClock
+from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
+from tests.integration.harness import AGENT, MEMORY, START, Harness, Sink, make_harness
 from tests.fakes.model_server import UNSCRIPTED, Answer, FakeModelServer, structured, text, tool
 
 def _tool_messages(body: dict[str, Any]) -> list[str]:
@@ -242,3 +246,26 @@ async def test_stop_does_not_wait_for_a_provider_that_ignores_cancellation(nod: 
     assert await conductor.stop(nod.owner.id)
     await asyncio.wait_for(conductor.wait(nod.owner.id), 1)  # the provider still has seconds to go
     assert nod.sink.sent == [] and [r.outcome for r in await nod.usage_rows("agent")] == ["stopped"]
+
+
+@pytest.mark.skipif(not POSTGRES_URL, reason="PostgreSQL not configured: set NOD_TEST_POSTGRES_URL")
+async def test_two_workers_on_postgresql_run_one_turn_per_owner_at_a_time(server: FakeModelServer) -> None:
+    url = await fresh_postgres_url()
+    settings = Settings(database_url=url, openai_base_url=server.base_url, openai_api_key="t", agent_model=AGENT)
+    try:
+        async with services(settings, FixedClock(START)) as one, services(settings, FixedClock(START)) as two:
+            owner = await one.owners.add("Maya", "UTC", (), START)
+            sink_one, sink_two = Sink(), Sink()
+            first, second = one.conductor(sink_one), two.conductor(sink_two)
+            server.enqueue(AGENT, text("The first answer.", delay_s=0.8), text("The second answer."))
+            await first.receive(Inbound(owner, "telegram", "first question", external_id="u1"))
+            await asyncio.sleep(0.2)  # worker one's turn is waiting for the model
+            await second.receive(Inbound(owner, "whatsapp", "second question", external_id="SM1"))
+            await asyncio.wait_for(asyncio.gather(first.wait(owner.id), second.wait(owner.id)), 20)
+            assert sink_one.sent == ["The first answer."] and sink_two.sent == ["The second answer."]
+            later = server.calls()[1]["messages"]
+            assert any(m.get("content") == "The first answer." for m in later)  # it waited for the first turn's reply
+            await first.close()
+            await second.close()
+    finally:
+        await drop_postgres_database(url)
