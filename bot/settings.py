@@ -46,6 +46,7 @@ class Settings:
     spending_limit_usd: float | None = 10.0
     model_prices: tuple[tuple[str, float, float], ...] = ()
     open_signup: bool = False
+    max_turns: int = 2  # turns doing server work at once; waiting for a model is not counted
     log_level: str | None = None  # unset: INFO for `nod run`, WARNING for one-shot commands
     log_text: bool = False
 
@@ -76,6 +77,7 @@ _VARIABLES = {
     "NOD_SPENDING_LIMIT_USD": "spending_limit_usd",
     "NOD_MODEL_PRICES": "model_prices",
     "NOD_OPEN_SIGNUP": "open_signup",
+    "NOD_MAX_CONCURRENT_TURNS": "max_turns",
     "NOD_LOG_LEVEL": "log_level",
     "NOD_LOG_TEXT": "log_text",
 }
@@ -107,9 +109,9 @@ def _parse(name: str, raw: str) -> object:
         return _positive(name, raw, allow_none=field == "spending_limit_usd")
     if field == "model_prices":
         return _prices(name, raw)
-    if field == "agent_context_tokens":
+    if field in ("agent_context_tokens", "max_turns"):
         if not raw.strip().isdigit() or int(raw) <= 0:
-            raise ConfigError(f"{name} must be a whole number of tokens, not {raw!r}.")
+            raise ConfigError(f"{name} must be a positive whole number, not {raw!r}.")
         return int(raw)
     if field in ("log_text", "open_signup"):
         return raw.strip().lower() in {"1", "true", "yes", "on"}

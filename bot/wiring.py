@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.openai_model.chat import OpenAIChatModel, build_client
 from bot.settings import Settings
-from core.agent.conductor import Conductor, ReplySink
+from core.agent.conductor import MAX_TURNS, Conductor, ReplySink
 from core.inbox.commands import OwnerCommands
 from core.inbox.digests import Digests
 from core.inbox.front import FrontDoor
@@ -66,9 +65,10 @@ class Services:
     maintenance: MaintenanceJob
 
     open_signup: bool = False
+    max_turns: int = MAX_TURNS
 
     def conductor(self, sink: ReplySink) -> Conductor:
-        return Conductor(self.turn, sink, DatabaseLocks(self.engine))
+        return Conductor(self.turn, sink, DatabaseLocks(self.engine), self.max_turns)
 
     def commands(self, conductor: Conductor) -> OwnerCommands:
         return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory))
@@ -80,6 +80,10 @@ class Services:
 
 
 def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
+    if not (settings.agent_model or settings.memory_model):
+        return None, None
+    from adapters.openai_model.chat import OpenAIChatModel, build_client  # the SDK loads only when a model is set
+
     mode = "json_object" if settings.json_mode == "json_object" else "json_schema"
     agent = None
     if settings.agent_model:
@@ -133,6 +137,6 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
         maintenance = MaintenanceJob(owners, memory, reflector, DatabaseLocks(engine), clock, spending)
         yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
-                       maintenance, settings.open_signup)
+                       maintenance, settings.open_signup, settings.max_turns)
     finally:
         await engine.dispose()

@@ -19,6 +19,11 @@ them, while the owner's own words — a comment, a caption — are the request i
 The reply goes back to the identity the request came from (a Telegram chat, a WhatsApp
 number); the stored copy is its text form, so the conversation shows the choices offered.
 
+At most ``max_turns`` turns do server work at once in a process (``core.agent.slots``:
+waiting for a model does not count); the rest wait in arrival order. A message is stored
+(and its webhook answered) before its turn waits, so a burst is accepted at once and
+answered as fast as the turns can go, while the event loop stays free to accept more.
+
 Delivery is shielded: once a checked answer exists it is stored as Nod's message and
 handed to the reply sink even if a stop arrives in that instant, so what the owner
 received and what Nod remembers saying never differ.
@@ -33,6 +38,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from core.agent.slots import DEFAULT_SLOTS as MAX_TURNS
+from core.agent.slots import WorkSlots
 from core.agent.tools import TurnContext, TurnOrigin
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.errors import DeliveryFailed
@@ -84,11 +91,14 @@ class Inbound:
 
 
 class Conductor:
-    def __init__(self, deps: TurnDeps, sink: ReplySink, locks: TurnLocks | None = None) -> None:
+    def __init__(self, deps: TurnDeps, sink: ReplySink, locks: TurnLocks | None = None,
+                 max_turns: int = MAX_TURNS) -> None:
         self._deps = deps
         self._sink = sink
         self._locks_across = locks
+        self._slots = WorkSlots(max_turns)
         self._turns: dict[int, asyncio.Task[None]] = {}
+        self._starting: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
 
     async def receive(self, inbound: Inbound) -> StoredMessage | None:
@@ -96,6 +106,10 @@ class Conductor:
 
         Returns the stored message, or None when it was a redelivery already handled.
         """
+        async with self._slots.inbound():  # storing comes before any turn's work
+            return await self._receive(inbound)
+
+    async def _receive(self, inbound: Inbound) -> StoredMessage | None:
         sent_at = inbound.sent_at or self._deps.clock.now()
         for number, aside in enumerate(inbound.asides, start=1):
             external = f"{inbound.external_id}#{number}" if inbound.external_id else None
@@ -114,8 +128,15 @@ class Conductor:
         if not stored.created:
             log.info("message_redelivered owner=%s message=%s", inbound.owner.id, stored.message.id)
             return None
-        await self._start(inbound.owner, stored.message, inbound.sender)
+        # started beside the caller: a webhook is answered once its message is stored, not
+        # after a turn it restarts has unwound; per-owner starts keep their arrival order
+        starting = asyncio.create_task(self._start(inbound.owner, stored.message, inbound.sender))
+        self._starting[inbound.owner.id] = starting
         return stored.message
+
+    async def _started(self, owner_id: int) -> None:
+        while (starting := self._starting.get(owner_id)) is not None and not starting.done():
+            await asyncio.wait({starting})
 
     async def _start(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         lock = self._locks.setdefault(owner.id, asyncio.Lock())
@@ -129,6 +150,7 @@ class Conductor:
 
     async def stop(self, owner_id: int) -> bool:
         """Cancel the owner's running turn; True if there was one."""
+        await self._started(owner_id)
         running = self._turns.get(owner_id)
         if running is None or running.done():
             return False
@@ -138,10 +160,14 @@ class Conductor:
 
     async def wait(self, owner_id: int) -> None:
         """Until the owner's current turn (if any) has finished, been stopped or restarted."""
+        await self._started(owner_id)
         while (running := self._turns.get(owner_id)) is not None and not running.done():
             await asyncio.wait({running})
+            await self._started(owner_id)
 
     async def close(self) -> None:
+        for owner_id in list(self._starting):
+            await self._started(owner_id)
         for task in self._turns.values():
             task.cancel()
         if self._turns:
@@ -149,7 +175,7 @@ class Conductor:
 
     async def _turn(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         across = self._locks_across.turn(owner.id) if self._locks_across is not None else nullcontext()
-        async with across:  # another worker's turn for this owner ends (and delivers) first
+        async with across, self._slots.held():  # another worker's turn for this owner ends (and delivers) first
             await self._run(owner, request, sender)
 
     async def _run(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:

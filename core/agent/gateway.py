@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.agent.model import ChatModel, ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
+from core.agent.slots import waiting_elsewhere
 from core.agent.usage import PriceTable, UsageRecord, UsageStore
 from core.clock import Clock
 from core.errors import (
@@ -124,7 +125,8 @@ class Gateway:
         began = time.monotonic()
         task = asyncio.ensure_future(model.complete(request))
         try:
-            done, _ = await asyncio.wait({task}, timeout=deadline_s)
+            async with waiting_elsewhere():  # another turn may work while this one waits
+                done, _ = await asyncio.wait({task}, timeout=deadline_s)
         except asyncio.CancelledError:  # /stop or a newer message: stop waiting now
             task.cancel()
             task.add_done_callback(_drop_late_result)

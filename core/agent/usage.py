@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.storage.database import writing
 from core.storage.schema import usage
 
 log = logging.getLogger("nod.usage")
@@ -79,7 +80,7 @@ class UsageStore:
         self._engine = engine
 
     async def record(self, row: UsageRecord) -> None:
-        async with self._engine.begin() as conn:
+        async with writing(self._engine) as conn:
             await conn.execute(insert(usage).values(**row.__dict__))
         log.info(
             "model_call owner=%s purpose=%s model=%s tokens_in=%s tokens_out=%s cost_usd=%.6f ms=%s outcome=%s",

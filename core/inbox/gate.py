@@ -5,12 +5,17 @@ An unknown sender gets one short refusal — at most once an hour per sender, an
 nothing of theirs is stored beyond one log line that tells the operator how to let them
 in. With open sign-up the operator lets anyone in: the first message creates an owner
 with that identity, in UTC until the operator sets a zone.
+
+Known identities are remembered for a minute, so a burst of webhooks does not look each
+sender up again; identities are only ever added, and the turn re-reads the owner's
+settings when it starts, so nothing acts on a stale owner.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections import OrderedDict
+from datetime import datetime, timedelta
 
 from core.clock import Clock
 from core.errors import AlreadyExists
@@ -20,6 +25,8 @@ from core.storage.owners import Identity, Owner, OwnerStore
 log = logging.getLogger("nod.inbox.gate")
 REFUSAL = "Sorry, I'm a private assistant and I only talk with the people I work for."
 REFUSALS_PER_MINUTE = 20
+KNOWN_FOR = timedelta(minutes=1)
+KNOWN_CAPACITY = 10_000
 
 
 class Gate:
@@ -29,11 +36,21 @@ class Gate:
         self._open_signup = open_signup
         self._refused = Recent(timedelta(hours=1))
         self._recent_refusals = Recent(timedelta(minutes=1))
+        self._known: OrderedDict[Identity, tuple[Owner, datetime]] = OrderedDict()
 
     async def owner_for(self, sender: Identity, display_name: str | None) -> Owner | None:
+        now = self._clock.now()
+        cached = self._known.get(sender)
+        if cached is not None and now - cached[1] < KNOWN_FOR:
+            return cached[0]
         owner = await self._owners.by_identity(sender)
         if owner is None and self._open_signup:
             owner = await self._sign_up(sender, display_name)
+        if owner is not None:
+            self._known[sender] = (owner, now)
+            self._known.move_to_end(sender)
+            if len(self._known) > KNOWN_CAPACITY:
+                self._known.popitem(last=False)
         return owner
 
     async def _sign_up(self, sender: Identity, display_name: str | None) -> Owner:

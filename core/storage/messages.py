@@ -16,12 +16,13 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import and_, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from core.storage.database import writing
 from core.clock import Clock
 from core.errors import InvalidInput
 from core.secrets import contains_secret
@@ -115,6 +116,8 @@ class MessageStore:
     def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
         self._engine = engine
         self._clock = clock
+        self._statements: dict[tuple[str, bool], Any] = {}
+        self._threaded: set[int] = set()  # owners seen with an active thread (a reset opens the next at once)
 
     def _insert(self, conn: AsyncConnection) -> Any:
         insert_for = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
@@ -122,17 +125,19 @@ class MessageStore:
             index_elements=["owner_id", "channel", "external_id"]
         )
 
+    @staticmethod
+    def _active_thread_query(owner_id: int) -> Any:
+        return select(threads.c.id).where(and_(threads.c.owner_id == owner_id, threads.c.ended_at.is_(None)))
+
     async def active_thread(self, owner_id: int) -> int:
         """The owner's current thread, opened on first use."""
-        query = select(threads.c.id).where(
-            and_(threads.c.owner_id == owner_id, threads.c.ended_at.is_(None))
-        )
+        query = self._active_thread_query(owner_id)
         async with self._engine.connect() as conn:
             found = (await conn.execute(query)).scalar()
         if found is not None:
             return int(found)
         try:
-            async with self._engine.begin() as conn:
+            async with writing(self._engine) as conn:
                 result = await conn.execute(
                     insert(threads)
                     .values(owner_id=owner_id, created_at=self._clock.now())
@@ -146,7 +151,7 @@ class MessageStore:
     async def reset_thread(self, owner_id: int) -> int:
         """End the active thread and open a new one; return the new thread's id."""
         now = self._clock.now()
-        async with self._engine.begin() as conn:
+        async with writing(self._engine) as conn:
             await conn.execute(
                 update(threads)
                 .where(and_(threads.c.owner_id == owner_id, threads.c.ended_at.is_(None)))
@@ -158,12 +163,41 @@ class MessageStore:
             return int(result.scalar_one())
 
     async def append(self, message: NewMessage) -> Appended:
-        """Store one message in the active thread, or return the copy already stored."""
-        thread_id = await self.active_thread(message.owner_id)
-        async with self._engine.begin() as conn:
-            statement = self._insert(conn).values(_row_values(message, thread_id))
-            new_id = (await conn.execute(statement.returning(messages.c.id))).scalar()
-            if new_id is None:
+        """Store one message in the active thread, or return the copy already stored.
+
+        One statement in the usual case — the thread found by a subquery, the row returned
+        by the insert — because this is what every webhook waits for before it is answered.
+        """
+        values = _row_values(message, 0)
+        if message.owner_id not in self._threaded:  # an owner who has a thread always has one
+            await self.active_thread(message.owner_id)
+            self._threaded.add(message.owner_id)
+        try:
+            return await self._append(message, self._statement(by_subquery=True), {**values, "thread_owner": message.owner_id})
+        except IntegrityError:  # no active thread yet (thread_id NULL): open one, then store
+            values["thread_id"] = await self.active_thread(message.owner_id)
+            return await self._append(message, self._statement(by_subquery=False), values)
+
+    def _statement(self, by_subquery: bool) -> Any:
+        """The insert, built once: building a statement costs more than running it."""
+        key = (self._engine.dialect.name, by_subquery)
+        statement = self._statements.get(key)
+        if statement is None:
+            insert_for = pg_insert if key[0] == "postgresql" else sqlite_insert
+            statement = insert_for(messages)
+            if by_subquery:
+                owner = bindparam("thread_owner")
+                statement = statement.values(thread_id=select(threads.c.id).where(
+                    and_(threads.c.owner_id == owner, threads.c.ended_at.is_(None))).scalar_subquery())
+            statement = statement.on_conflict_do_nothing(
+                index_elements=["owner_id", "channel", "external_id"]).returning(*messages.c)
+            self._statements[key] = statement
+        return statement
+
+    async def _append(self, message: NewMessage, statement: Any, values: dict[str, Any]) -> Appended:
+        async with writing(self._engine, single_statement=True) as conn:
+            row = (await conn.execute(statement, values)).first()
+            if row is None:
                 existing = await conn.execute(
                     select(messages).where(
                         and_(
@@ -176,7 +210,6 @@ class MessageStore:
                 stored = _stored(existing.one())
                 log.info("message_redelivered owner=%s message=%s", stored.owner_id, stored.id)
                 return Appended(stored, created=False)
-            row = (await conn.execute(select(messages).where(messages.c.id == new_id))).one()
         stored = _stored(row)
         log.info(
             "message_stored owner=%s message=%s role=%s channel=%s secret=%s",
@@ -190,7 +223,7 @@ class MessageStore:
             return 0
         thread_id = await self.active_thread(owner_id)
         rows = [_row_values(m, thread_id) for m in batch]
-        async with self._engine.begin() as conn:
+        async with writing(self._engine) as conn:
             result = await conn.execute(self._insert(conn).returning(messages.c.id), rows)
             added = len(result.all())
         log.info("messages_imported owner=%s new=%s lines=%s", owner_id, added, len(batch))

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from core.storage.database import writing
+
 _ADVISORY_LOCK_KEY = 7_406_131  # any constant: "this is Nod migrating"
 
 
@@ -231,12 +233,12 @@ async def applied_versions(conn: AsyncConnection) -> set[int]:
 
 async def migrate(engine: AsyncEngine) -> list[int]:
     """Apply every migration not yet applied, in order; return the versions applied now."""
-    async with engine.begin() as conn:
+    async with writing(engine) as conn:
         if conn.dialect.name == "postgresql":
             await _lock(conn)
         await conn.execute(text(_LEDGER))
     applied_now: list[int] = []
-    async with engine.begin() as conn:
+    async with writing(engine) as conn:
         await _lock(conn)
         done = await applied_versions(conn)
         for migration in MIGRATIONS:

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.storage.database import writing
 from core.errors import StaleWrite
 from core.storage.schema import objects
 
@@ -43,7 +44,7 @@ class ObjectStore:
         self, owner_id: int, path: str, body: str, expected_version: int, now: datetime
     ) -> int:
         """Store ``body`` if the stored version is still ``expected_version``; return the new one."""
-        async with self._engine.begin() as conn:
+        async with writing(self._engine) as conn:
             if expected_version == 0:
                 insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
                 statement = (

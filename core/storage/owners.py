@@ -16,6 +16,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.storage.database import writing
 from core.errors import AlreadyExists, InvalidInput, NotFound
 from core.storage.schema import identities, owners
 
@@ -88,7 +89,7 @@ class OwnerStore:
             raise InvalidInput("An owner needs a name.")
         check_time_zone(time_zone)
         try:
-            async with self._engine.begin() as conn:
+            async with writing(self._engine) as conn:
                 result = await conn.execute(
                     insert(owners)
                     .values(
@@ -114,7 +115,7 @@ class OwnerStore:
 
     async def link(self, owner_id: int, link: Identity) -> None:
         try:
-            async with self._engine.begin() as conn:
+            async with writing(self._engine) as conn:
                 await conn.execute(
                     insert(identities).values(
                         channel=link.channel, external_id=link.external_id, owner_id=owner_id
@@ -169,11 +170,11 @@ class OwnerStore:
 
     async def set_time_zone(self, owner_id: int, time_zone: str) -> None:
         check_time_zone(time_zone)
-        async with self._engine.begin() as conn:
+        async with writing(self._engine) as conn:
             await conn.execute(update(owners).where(owners.c.id == owner_id).values(time_zone=time_zone))
 
     async def set_settings(self, owner_id: int, settings: OwnerSettings) -> None:
-        async with self._engine.begin() as conn:
+        async with writing(self._engine) as conn:
             await conn.execute(
                 update(owners).where(owners.c.id == owner_id).values(settings=settings.to_json())
             )

@@ -4,6 +4,7 @@ It answers ``POST /2010-04-01/Accounts/{sid}/Messages.json`` as Twilio does (bas
 with the account sid and auth token, a form body, a message resource back), records every
 message, and can be told to fail the next sends with a Twilio error code or to answer
 slowly. ``inbound_form`` and ``sign`` build what Twilio's webhook would POST to Nod.
+``GET /_sent`` answers how many messages it took.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class FakeTwilioServer:
     async def start(self) -> FakeTwilioServer:
         app = web.Application()
         app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", self._create)
+        app.router.add_get("/_sent", self._count)  # for a benchmark running this server in another process
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -61,6 +63,9 @@ class FakeTwilioServer:
                 await asyncio.sleep(0.01)
         await asyncio.wait_for(enough(), timeout)
         return self.bodies()
+
+    async def _count(self, request: web.Request) -> web.Response:
+        return web.json_response(len(self.sent))
 
     async def _create(self, request: web.Request) -> web.Response:
         expected = "Basic " + base64.b64encode(f"{ACCOUNT_SID}:{AUTH_TOKEN}".encode()).decode()

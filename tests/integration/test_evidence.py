@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from core.agent.tools import TurnContext, TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
 from core.storage.messages import NewMessage, Role
-from tests.fakes.model_server import Answer, FakeModelServer, structured, text
+from tests.fakes.model_server import Answer, FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 
 
@@ -151,3 +152,18 @@ async def test_no_selection_outside_owner_messages_or_past_the_spending_limit(no
     for origin in (TurnOrigin.OWNER_MESSAGE, TurnOrigin.EVENT):
         assert await nod.svc.turn.evidence.packet(TurnContext(owner, origin, request.thread_id, request.id), request) is None
     assert nod.server.requests == []
+
+
+async def test_a_task_card_is_checked_in_its_text_form_and_a_revision_drops_the_buttons(nod: Harness) -> None:
+    await _setup(nod)
+    for check, delivered in ((structured({"verdict": "keep"}), ("Which visit?", ("Lisbon", "Porto"))),
+                             (structured({"verdict": "revise", "text": "Ana lives in Porto; shall I plan a visit?"}),
+                              ("Ana lives in Porto; shall I plan a visit?", ()))):
+        nod.server.enqueue(MEMORY, select(["people/sister"], []), rank(["people/sister"], []), purpose="evidence_selection")
+        nod.server.enqueue(MEMORY, check, purpose="reply_check")
+        nod.server.enqueue(AGENT, tool("offer_choices", {"choices": ["Lisbon", "Porto"]}), text("Which visit?"))
+        await nod.say("Plan a visit to my sister")
+        last = nod.sink.replies[-1]
+        assert (last.text, last.choices) == delivered
+    checked = json.loads(nod.server.calls("reply_check")[0]["messages"][1]["content"])
+    assert checked["draft"] == "Which visit?\n\n1. Lisbon\n2. Porto"

@@ -1,0 +1,83 @@
+"""Channel-independent pieces with no I/O: formatting, command names, WhatsApp forms, work slots."""
+
+from __future__ import annotations
+
+import asyncio
+
+from adapters.telegram.formatting import to_html
+from adapters.whatsapp.inbound import incoming_message
+from core.agent.slots import WorkSlots, waiting_elsewhere
+from core.inbox.commands import command_name
+from core.replies import Reply
+
+
+def test_markdown_becomes_escaped_telegram_html_and_unmatched_marks_stay_text() -> None:
+    assert to_html("**bold** & <tag> `a<b` ```\nx < y\n```") == "<b>bold</b> &amp; &lt;tag&gt; <code>a&lt;b</code> <pre>x &lt; y\n</pre>"
+    assert to_html("2 ** 3 and a lone ` tick") == "2 ** 3 and a lone ` tick"
+    assert to_html("**not closed") == "**not closed"
+
+
+def test_only_the_known_commands_are_commands() -> None:
+    assert command_name("/memory") == "memory" and command_name("/Memory@NodBot please") == "memory"
+    assert command_name("/shrug") is None and command_name("memory") is None and command_name("/") is None
+
+
+def test_a_reply_text_form_lists_its_choices() -> None:
+    assert Reply("Pick one", ("A", "B")).text_form() == "Pick one\n\n1. A\n2. B"
+    assert Reply("Plain").text_form() == "Plain"
+
+
+def test_whatsapp_forms_become_incoming_messages() -> None:
+    base = {"MessageSid": "SM1", "From": "whatsapp:+351910000001", "Body": "hello", "ProfileName": "Maya"}
+    message = incoming_message(base)
+    assert message is not None and (message.sender.external_id, message.text, message.external_id) == (
+        "+351910000001", "hello", "SM1")
+    assert incoming_message({**base, "From": "+351910000001"}) is None  # SMS, not WhatsApp
+    assert incoming_message({**base, "MessageSid": ""}) is None
+    assert incoming_message({**base, "Body": ""}) is None  # nothing at all
+    media = incoming_message({**base, "Body": "", "NumMedia": "2", "MediaContentType0": "image/png",
+                              "MediaContentType1": "audio/ogg"})
+    assert media is not None and media.attachment and media.text == "[sent a file: image/png]"
+    assert [a.text for a in media.asides] == ["[sent a file: audio/ogg]"]
+    assert incoming_message({**base, "NumMedia": "many"}).asides == ()  # type: ignore[union-attr]
+    assert incoming_message({**base, "Forwarded": "true"}).forwarded  # type: ignore[union-attr]
+
+
+async def test_a_turn_waiting_for_its_model_gives_its_slot_to_another() -> None:
+    slots, order = WorkSlots(1), []
+    model_answered = asyncio.Event()
+
+    async def first() -> None:
+        async with slots.held():
+            order.append("first works")
+            async with waiting_elsewhere():
+                await model_answered.wait()
+            order.append("first again")
+
+    async def second() -> None:
+        async with slots.held():
+            order.append("second works")
+            model_answered.set()
+
+    await asyncio.wait_for(asyncio.gather(first(), second()), 2)
+    assert order == ["first works", "second works", "first again"]
+
+
+async def test_storing_an_arriving_message_comes_before_any_turn_takes_a_slot() -> None:
+    slots, order = WorkSlots(1), []
+    stored = asyncio.Event()
+
+    async def arriving() -> None:
+        async with slots.inbound():
+            await asyncio.sleep(0.05)
+            order.append("stored")
+        stored.set()
+
+    async def turn() -> None:
+        async with slots.held():
+            order.append("turn")
+
+    arrival = asyncio.create_task(arriving())
+    await asyncio.sleep(0)
+    await asyncio.wait_for(asyncio.gather(turn(), arrival), 2)
+    assert order == ["stored", "turn"]
