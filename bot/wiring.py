@@ -63,12 +63,13 @@ class Services:
     turn: TurnDeps
     search_index: DerivedIndex | None
     maintenance: MaintenanceJob
+    locks: DatabaseLocks
 
     open_signup: bool = False
     max_turns: int = MAX_TURNS
 
     def conductor(self, sink: ReplySink) -> Conductor:
-        return Conductor(self.turn, sink, DatabaseLocks(self.engine), self.max_turns)
+        return Conductor(self.turn, sink, self.locks, self.max_turns)
 
     def commands(self, conductor: Conductor) -> OwnerCommands:
         return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory))
@@ -135,8 +136,12 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
             evidence=selector, check=ReplyChecker(gateway, spending, memory, selector),
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
-        maintenance = MaintenanceJob(owners, memory, reflector, DatabaseLocks(engine), clock, spending)
-        yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
-                       maintenance, settings.open_signup, settings.max_turns)
+        locks = DatabaseLocks(engine)
+        maintenance = MaintenanceJob(owners, memory, reflector, locks, clock, spending)
+        try:
+            yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
+                           maintenance, locks, settings.open_signup, settings.max_turns)
+        finally:
+            await locks.close()
     finally:
         await engine.dispose()

@@ -52,10 +52,17 @@ class FrontDoor:
         self._seen = Recent(timedelta(hours=24))
 
     async def handle(self, incoming: Incoming) -> Handled:
-        sender = incoming.sender
-        if incoming.external_id and not self._seen.first_time((sender, incoming.external_id), self._clock.now()):
-            log.info("redelivery_dropped channel=%s external_id=%s", sender.channel, incoming.external_id)
+        key = (incoming.sender, incoming.external_id)
+        if incoming.external_id and self._seen.seen(key, self._clock.now()):
+            log.info("redelivery_dropped channel=%s external_id=%s", incoming.sender.channel, incoming.external_id)
             return Handled()
+        handled = await self._handle(incoming)
+        if incoming.external_id:  # only once handled: a delivery that failed here must get through when retried
+            self._seen.remember(key, self._clock.now())
+        return handled
+
+    async def _handle(self, incoming: Incoming) -> Handled:
+        sender = incoming.sender
         owner = await self._gate.owner_for(sender, incoming.display_name)
         if owner is None:
             return Handled(self._gate.refusal(sender))

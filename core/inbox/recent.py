@@ -28,11 +28,17 @@ class Recent:
 
     def first_time(self, key: Hashable, now: datetime) -> bool:
         """True, and remember ``key``, unless it was seen within the time-to-live."""
-        self._forget_old(now)
-        if key in self._seen:
+        if self.seen(key, now):
             return False
-        self._seen[key] = now
+        self.remember(key, now)
         return True
+
+    def seen(self, key: Hashable, now: datetime) -> bool:
+        self._forget_old(now)
+        return key in self._seen
+
+    def remember(self, key: Hashable, now: datetime) -> None:
+        self._seen[key] = now
 
     def count_since(self, since: datetime) -> int:
         return sum(1 for at in self._seen.values() if at >= since)

@@ -9,8 +9,13 @@ owner does the same.
 ``turn`` *waits*, for agent turns: one turn per owner across workers, so a message that
 reached another worker is answered after the running turn, with that turn's reply in
 view. It waits by polling the try-lock, never inside a blocking ``pg_advisory_lock``,
-so a stopped or restarted turn stops waiting at once and leaves no query behind. On
-SQLite it is free: the conductor already runs one turn per owner in its process.
+so a stopped or restarted turn stops waiting at once and leaves no query behind. Every
+turn lock of a worker lives on one dedicated connection (session-level advisory locks
+are per session, any number of keys): a worker with hundreds of turns waiting for their
+models holds one connection for them, not hundreds — measured, one connection per turn
+emptied the pool and timed out webhooks under a burst. If that connection dies, its
+locks go with it and the next turn opens a new one. On SQLite ``turn`` is free: the
+conductor already runs one turn per owner in its process.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ class DatabaseLocks:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.local: dict[int, asyncio.Lock] = {}
+        self._turn_conn: AsyncConnection | None = None
+        self._turn_guard = asyncio.Lock()
 
     def hold(self, owner_id: int) -> _Held:
         return _Held(self, owner_id)
@@ -80,17 +87,33 @@ class DatabaseLocks:
             yield
             return
         key = {"ns": _TURNS, "owner": owner_id}
-        async with self.engine.connect() as conn:
-            while not (await conn.execute(text("SELECT pg_try_advisory_lock(:ns, :owner)"), key)).scalar():
-                await conn.commit()
-                await asyncio.sleep(TURN_POLL_S)
-            await conn.commit()
+        while not await self._on_turn_conn("SELECT pg_try_advisory_lock(:ns, :owner)", key):
+            await asyncio.sleep(TURN_POLL_S)
+        try:
+            yield
+        finally:
+            await asyncio.shield(self._on_turn_conn("SELECT pg_advisory_unlock(:ns, :owner)", key))
+
+    async def _on_turn_conn(self, statement: str, key: dict[str, int]) -> bool:
+        async with self._turn_guard:
             try:
-                yield
-            finally:
-                await asyncio.shield(_unlock(conn, key))
+                if self._turn_conn is None:
+                    self._turn_conn = await self.engine.connect()
+                result = bool((await self._turn_conn.execute(text(statement), key)).scalar())
+                await self._turn_conn.commit()
+                return result
+            except Exception:
+                await self._drop_turn_conn()  # its locks are gone with it; the next call reconnects
+                raise
 
+    async def _drop_turn_conn(self) -> None:
+        conn, self._turn_conn = self._turn_conn, None
+        if conn is not None:
+            try:
+                await conn.close()
+            except Exception:  # noqa: BLE001 - a broken connection may fail to close; it is gone either way
+                pass
 
-async def _unlock(conn: AsyncConnection, key: dict[str, int]) -> None:
-    await conn.execute(text("SELECT pg_advisory_unlock(:ns, :owner)"), key)
-    await conn.commit()
+    async def close(self) -> None:
+        async with self._turn_guard:
+            await self._drop_turn_conn()

@@ -130,3 +130,15 @@ async def test_a_slow_twilio_send_is_bounded_by_its_timeout(live: Live, server: 
     await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "hello"))
     sent = await live.telegram.wait_for("sendMessage")
     assert "Twilio did not answer in time" in sent[0]["text"]
+
+
+async def test_malformed_and_oversized_webhooks_get_clear_answers_and_store_nothing(
+        live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
+    not_a_message = {"AccountSid": "AC0", "SmsStatus": "delivered"}  # a status callback, signed
+    assert (await live.post_whatsapp(not_a_message))[0] == 200
+    huge = inbound_form("SM1", MAYA_WHATSAPP, "x" * 2_000_000)
+    async with live.http.post(live.url + "/webhooks/whatsapp", data=huge,
+                              headers={"X-Twilio-Signature": sign(PUBLIC, huge)}) as response:
+        assert response.status == 413
+    await asyncio.sleep(0.2)
+    assert await _stored(live) == [] and server.calls() == [] and twilio.sent == []
