@@ -31,6 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 _NAMESPACE = 0x4E0D  # the advisory-lock key space for per-owner maintenance
 _TURNS = 0x4E0E  # ... and for per-owner agent turns
 TURN_POLL_S = 0.1
+_TRY_LOCK = "SELECT pg_try_advisory_lock(:ns, :owner)"
+_UNLOCK = "SELECT pg_advisory_unlock(:ns, :owner)"
 
 
 class _Held:
@@ -77,6 +79,7 @@ class DatabaseLocks:
         self.local: dict[int, asyncio.Lock] = {}
         self._turn_conn: AsyncConnection | None = None
         self._turn_guard = asyncio.Lock()
+        self._releasing: set[asyncio.Future[bool]] = set()
 
     def hold(self, owner_id: int) -> _Held:
         return _Held(self, owner_id)
@@ -87,12 +90,29 @@ class DatabaseLocks:
             yield
             return
         key = {"ns": _TURNS, "owner": owner_id}
-        while not await self._on_turn_conn("SELECT pg_try_advisory_lock(:ns, :owner)", key):
+        while not await self._try_turn_lock(key):
             await asyncio.sleep(TURN_POLL_S)
         try:
             yield
         finally:
-            await asyncio.shield(self._on_turn_conn("SELECT pg_advisory_unlock(:ns, :owner)", key))
+            await asyncio.shield(self._on_turn_conn(_UNLOCK, key))
+
+    async def _try_turn_lock(self, key: dict[str, int]) -> bool:
+        """One try; a turn cancelled meanwhile lets the statement finish (a statement cut
+        off mid-flight would break the shared connection) and gives back a lock it took."""
+        attempt = asyncio.ensure_future(self._on_turn_conn(_TRY_LOCK, key))
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            attempt.add_done_callback(lambda done: self._give_back_if_taken(done, key))
+            raise
+
+    def _give_back_if_taken(self, attempt: asyncio.Future[bool], key: dict[str, int]) -> None:
+        if attempt.cancelled() or attempt.exception() is not None or not attempt.result():
+            return
+        release = asyncio.ensure_future(self._on_turn_conn(_UNLOCK, key))
+        self._releasing.add(release)
+        release.add_done_callback(self._releasing.discard)
 
     async def _on_turn_conn(self, statement: str, key: dict[str, int]) -> bool:
         async with self._turn_guard:
@@ -115,5 +135,7 @@ class DatabaseLocks:
                 pass
 
     async def close(self) -> None:
+        if self._releasing:
+            await asyncio.wait(set(self._releasing))
         async with self._turn_guard:
             await self._drop_turn_conn()
