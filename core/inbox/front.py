@@ -71,8 +71,9 @@ class FrontDoor:
             log.info("command owner=%s name=%s channel=%s", owner.id, name, sender.channel)
             return Handled(await self._commands.run(owner, name), owner)
         stored = await self._conductor.receive(Inbound(
-            owner, sender.channel, incoming.text, incoming.external_id, incoming.card_title, incoming.attachment,
-            incoming.forwarded, incoming.sent_at, sender.external_id, incoming.asides))
+            owner, sender.channel, incoming.text, external_id=incoming.external_id, card_title=incoming.card_title,
+            attachment=incoming.attachment, forwarded=incoming.forwarded, sent_at=incoming.sent_at,
+            address=sender.external_id, asides=incoming.asides))
         return Handled(None, owner, stored is not None)
 
     async def wait(self, owner_id: int) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.loopback import serve
+
 TOKEN = "123456:TEST-token"
 BOT_ID = 123456
 _JSON_FIELDS = ("reply_markup", "commands", "allowed_updates")
@@ -46,11 +48,7 @@ class FakeTelegramServer:
     async def start(self) -> FakeTelegramServer:
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:

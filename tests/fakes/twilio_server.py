@@ -18,6 +18,8 @@ from typing import Any
 from aiohttp import web
 from twilio.request_validator import RequestValidator
 
+from tests.fakes.loopback import serve
+
 ACCOUNT_SID = "AC" + "0" * 32
 AUTH_TOKEN = "twilio-test-auth-token"
 FROM = "+15550001111"
@@ -40,11 +42,7 @@ class FakeTwilioServer:
         app = web.Application()
         app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", self._create)
         app.router.add_get("/_sent", self._count)  # for a benchmark running this server in another process
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner, self.port = await serve(app)
         return self
 
     async def stop(self) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 
 from adapters.web.app import build_app
 from bot.channels import TELEGRAM_PATH, Channels, channels
@@ -22,6 +21,7 @@ from bot.settings import Settings
 from core.storage.owners import Identity
 from tests.fakes import telegram_server as tg
 from tests.fakes import twilio_server as tw
+from tests.fakes.loopback import serve
 from tests.fakes.model_server import FakeModelServer
 from tests.integration.harness import Harness, make_harness
 
@@ -67,11 +67,7 @@ async def make_live(tmp_path: Path, model: FakeModelServer, telegram: tg.FakeTel
         await nod.svc.owners.link(nod.owner.id, Identity("whatsapp", MAYA_WHATSAPP))
         settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **values)
         async with channels(settings, nod.svc) as running:
-            runner = web.AppRunner(build_app(nod.svc.engine, running.webhooks), access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            runner, port = await serve(build_app(nod.svc.engine, running.webhooks))
             await running.start()
             try:
                 async with aiohttp.ClientSession() as http:
