@@ -175,8 +175,17 @@ class Conductor:
 
     async def _turn(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         across = self._locks_across.turn(owner.id) if self._locks_across is not None else nullcontext()
-        async with across, self._slots.held():  # another worker's turn for this owner ends (and delivers) first
-            await self._run(owner, request, sender)
+        delivered = False
+        try:
+            async with across, self._slots.held():  # another worker's turn for this owner ends (and delivers) first
+                await self._run(owner, request, sender)
+                delivered = True
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - the lock or the owner's row failed (the database): apologise once
+            log.exception("turn_failed owner=%s message=%s", owner.id, request.id)
+            if not delivered:
+                await asyncio.shield(self._deliver(owner, request, sender, Reply(TURN_FAILED)))
 
     async def _run(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         current = await self._deps_owner(owner)
