@@ -7,7 +7,13 @@ shares its event loop with them. The generator is open-loop: request ``i`` is du
 acknowledgement latency is measured from when it was due, so a server that falls behind
 is charged for the queue it built. Each message comes from one of ``OWNERS`` owners in
 turn, signed as Twilio signs it. Reported: accepted (HTTP 200) messages per second,
-acknowledgement p50/p99, failures, and replies Twilio received once the turns drained.
+acknowledgement p50/p99, failures, and the replies Twilio received for that rate once the
+turns drained (a restarted turn answers its owner's newer messages at once, so there are
+fewer replies than messages). Each rate starts after the previous one's turns drained.
+
+Diagnostics: ``NOD_BENCH_RATES=50,100`` picks the rates, ``NOD_MAX_CONCURRENT_TURNS`` is
+passed to Nod, ``NOD_BENCH_SLOW=1`` prints every acknowledgement over 30 ms,
+``NOD_BENCH_STDERR=FILE`` keeps Nod's log, ``NOD_BENCH_PROFILE=FILE`` runs Nod under cProfile.
 """
 
 from __future__ import annotations
@@ -69,6 +75,18 @@ async def _sent(http: aiohttp.ClientSession, twilio_url: str) -> int:
         return int(await response.json())
 
 
+async def _drained(http: aiohttp.ClientSession, twilio_url: str, quiet_s: float = 10.0, limit_s: float = 120.0) -> None:
+    """Until no reply has gone out for ``quiet_s`` (an owner has at most one pending turn)."""
+    last, quiet_since, began = -1, time.perf_counter(), time.perf_counter()
+    while time.perf_counter() - began < limit_s:
+        now_sent = await _sent(http, twilio_url)
+        if now_sent != last:
+            last, quiet_since = now_sent, time.perf_counter()
+        elif time.perf_counter() - quiet_since >= quiet_s:
+            return
+        await asyncio.sleep(0.25)
+
+
 async def _load(http: aiohttp.ClientSession, base: str, rate: int, first_sid: int) -> tuple[list[float], int]:
     total = int(rate * SECONDS)
     latencies: list[float] = []
@@ -119,7 +137,7 @@ async def _backend(name: str, url: str) -> list[str]:
         connector = aiohttp.TCPConnector(limit=256)
         async with aiohttp.ClientSession(connector=connector) as http:
             await _load(http, base, OWNERS // 5, 10_000_000)  # warm-up: imports, caches, a first message from every owner
-            await asyncio.sleep(3.0)
+            await _drained(http, twilio_url)
             sid = 0
             for rate in RATES:
                 sent_before = await _sent(http, twilio_url)
@@ -127,7 +145,7 @@ async def _backend(name: str, url: str) -> list[str]:
                 latencies, failures = await _load(http, base, rate, sid)
                 elapsed = time.perf_counter() - began
                 sid += int(rate * SECONDS)
-                await asyncio.sleep(3.0)  # let the turns drain before the next rate
+                await _drained(http, twilio_url)  # each rate starts from a quiet server
                 p50, p99 = percentiles(latencies) if latencies else (float("nan"), float("nan"))
                 rows.append(f"| {name} | {rate} | {len(latencies) / elapsed:.0f} | {p50:.1f} | {p99:.1f} | "
                             f"{failures} | {await _sent(http, twilio_url) - sent_before} |")
