@@ -17,8 +17,9 @@ dropped, and a turn already working finishes its current stretch undisturbed.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -36,30 +37,20 @@ _holding: ContextVar[_Holding | None] = ContextVar("nod_work_slot", default=None
 
 class WorkSlots:
     def __init__(self, size: int = DEFAULT_SLOTS) -> None:
-        self._semaphore = asyncio.Semaphore(size)
+        self._free = size
+        self._returning: deque[asyncio.Future[None]] = deque()  # back from a model: first
+        self._new: deque[asyncio.Future[None]] = deque()
         self._arriving = 0
-        self._quiet = asyncio.Event()
-        self._quiet.set()
 
     @asynccontextmanager
     async def inbound(self) -> AsyncIterator[None]:
         """Mark the body as storing an arriving message: turns wait to take slots meanwhile."""
         self._arriving += 1
-        self._quiet.clear()
         try:
             yield
         finally:
             self._arriving -= 1
-            if self._arriving == 0:
-                self._quiet.set()
-
-    async def _acquire(self) -> None:
-        while True:
-            await self._quiet.wait()
-            await self._semaphore.acquire()
-            if self._quiet.is_set():
-                return
-            self._semaphore.release()  # a message arrived while this turn queued: let it in first
+            self._dispatch()
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
@@ -67,20 +58,58 @@ class WorkSlots:
         holding = _Holding(self)
         token = _holding.set(holding)
         try:
-            await self._acquire()
+            await self._acquire(returning=False)
             holding.held = True
             yield
         finally:
             if holding.held:
-                self._semaphore.release()
+                self._release()
             _holding.reset(token)
 
+    async def _acquire(self, returning: bool) -> None:
+        """A slot, when no message is being stored; a turn back from its model goes first,
+        so under load turns finish in the order they started instead of all at the end."""
+        if self._free > 0 and self._arriving == 0 and not self._returning and not self._new:
+            self._free -= 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue = self._returning if returning else self._new
+        queue.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # handed a slot in the same instant: pass it on
+            with suppress(ValueError):
+                queue.remove(waiter)
+            raise
+
+    def _release(self) -> None:
+        self._free += 1
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        while self._free > 0 and self._arriving == 0:
+            waiter = self._next_waiter()
+            if waiter is None:
+                return
+            self._free -= 1
+            waiter.set_result(None)
+
+    def _next_waiter(self) -> asyncio.Future[None] | None:
+        for queue in (self._returning, self._new):
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():
+                    return waiter
+        return None
+
     async def _give_back(self, holding: _Holding) -> None:
-        self._semaphore.release()
+        self._release()
         holding.held = False
 
     async def _take_again(self, holding: _Holding) -> None:
-        await self._acquire()  # cancelled here: not held, so nothing to release
+        await self._acquire(returning=True)  # cancelled here: not held, so nothing to release
         holding.held = True
 
 

@@ -81,3 +81,35 @@ async def test_storing_an_arriving_message_comes_before_any_turn_takes_a_slot() 
     await asyncio.sleep(0)
     await asyncio.wait_for(asyncio.gather(turn(), arrival), 2)
     assert order == ["stored", "turn"]
+
+
+async def test_a_turn_back_from_its_model_goes_before_a_new_turn() -> None:
+    slots, order = WorkSlots(1), []
+    answered, newcomer_queued = asyncio.Event(), asyncio.Event()
+
+    async def first() -> None:
+        async with slots.held():
+            async with waiting_elsewhere():
+                await answered.wait()
+            order.append("first finishes")
+
+    async def blocker() -> None:
+        async with slots.held():
+            await newcomer_queued.wait()
+            await asyncio.sleep(0.01)  # the newcomer is queued for a slot now...
+            answered.set()  # ...then the first turn's model answers
+            await asyncio.sleep(0.01)
+            order.append("blocker done")
+
+    async def newcomer() -> None:
+        newcomer_queued.set()
+        async with slots.held():
+            order.append("newcomer works")
+
+    one = asyncio.create_task(first())
+    await asyncio.sleep(0)
+    two = asyncio.create_task(blocker())
+    await asyncio.sleep(0.01)
+    three = asyncio.create_task(newcomer())
+    await asyncio.wait_for(asyncio.gather(one, two, three), 2)
+    assert order == ["blocker done", "first finishes", "newcomer works"]
