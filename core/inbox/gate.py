@@ -14,7 +14,7 @@ settings when it starts, so nothing acts on a stale owner.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from datetime import datetime, timedelta
 
 from core.clock import Clock
@@ -35,7 +35,7 @@ class Gate:
         self._clock = clock
         self._open_signup = open_signup
         self._refused = Recent(timedelta(hours=1))
-        self._recent_refusals = Recent(timedelta(minutes=1))
+        self._refusals_sent: deque[datetime] = deque()  # when, over the last minute
         self._known: OrderedDict[Identity, tuple[Owner, datetime]] = OrderedDict()
 
     async def owner_for(self, sender: Identity, display_name: str | None) -> Owner | None:
@@ -76,9 +76,9 @@ class Gate:
             "stranger_refused channel=%s id=%s (to let them in: nod owners add NAME --%s %s)",
             sender.channel, sender.external_id, sender.channel, sender.external_id,
         )
-        if self._recent_refusals.count_since(now - timedelta(minutes=1)) >= REFUSALS_PER_MINUTE:
+        while self._refusals_sent and now - self._refusals_sent[0] >= timedelta(minutes=1):
+            self._refusals_sent.popleft()
+        if len(self._refusals_sent) >= REFUSALS_PER_MINUTE or not self._refused.first_time(sender, now):
             return None
-        if not self._refused.first_time(sender, now):
-            return None
-        self._recent_refusals.first_time(("refusal", now, sender), now)
+        self._refusals_sent.append(now)
         return REFUSAL

@@ -39,6 +39,3 @@ class Recent:
 
     def remember(self, key: Hashable, now: datetime) -> None:
         self._seen[key] = now
-
-    def count_since(self, since: datetime) -> int:
-        return sum(1 for at in self._seen.values() if at >= since)

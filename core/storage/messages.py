@@ -126,7 +126,7 @@ class MessageStore:
         )
 
     @staticmethod
-    def _active_thread_query(owner_id: int) -> Any:
+    def _active_thread_query(owner_id: Any) -> Any:  # an id, or a bind parameter for a built-once statement
         return select(threads.c.id).where(and_(threads.c.owner_id == owner_id, threads.c.ended_at.is_(None)))
 
     async def active_thread(self, owner_id: int) -> int:
@@ -186,9 +186,8 @@ class MessageStore:
             insert_for = pg_insert if key[0] == "postgresql" else sqlite_insert
             statement = insert_for(messages)
             if by_subquery:
-                owner = bindparam("thread_owner")
-                statement = statement.values(thread_id=select(threads.c.id).where(
-                    and_(threads.c.owner_id == owner, threads.c.ended_at.is_(None))).scalar_subquery())
+                thread = self._active_thread_query(bindparam("thread_owner")).scalar_subquery()
+                statement = statement.values(thread_id=thread)
             statement = statement.on_conflict_do_nothing(
                 index_elements=["owner_id", "channel", "external_id"]).returning(*messages.c)
             self._statements[key] = statement

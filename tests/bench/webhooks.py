@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from bot.wiring import services
 from core.storage.owners import Identity
 from tests.bench.scale import percentiles
 from tests.fakes import twilio_server as tw
+from tests.fakes.loopback import clean_env, free_port, wait_healthy
 
 OWNERS = 200
 RATES = tuple(int(r) for r in os.environ.get("NOD_BENCH_RATES", "50,100,200,400").split(","))
@@ -45,29 +45,10 @@ def _number(n: int) -> str:
     return f"+3519{n:08d}"
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def _owners(url: str) -> None:
     async with services(Settings(database_url=url)) as svc:
         for n in range(OWNERS):
             await svc.owners.add(f"owner{n}", "UTC", (Identity("whatsapp", _number(n)),), svc.clock.now())
-
-
-async def _healthy(base: str) -> None:
-    async with aiohttp.ClientSession() as http:
-        for _ in range(300):
-            try:
-                async with http.get(base + "/healthz") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError("nod run did not start")
 
 
 async def _sent(http: aiohttp.ClientSession, twilio_url: str) -> int:
@@ -121,9 +102,8 @@ async def _backend(name: str, url: str) -> list[str]:
     fakes = subprocess.Popen([sys.executable, "-m", "tests.fakes.serve"], stdout=subprocess.PIPE, text=True)
     model_port, twilio_port = (int(p) for p in fakes.stdout.readline().split())  # type: ignore[union-attr]
     model_url, twilio_url = f"http://127.0.0.1:{model_port}/v1", f"http://127.0.0.1:{twilio_port}"
-    port = _port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOD_", "TELEGRAM_", "TWILIO_", "OPENAI_"))}
-    env.update(NOD_DATABASE_URL=url, NOD_PORT=str(port), NOD_AGENT_MODEL="bench-agent", OPENAI_BASE_URL=model_url,
+    port = free_port()
+    env = clean_env(NOD_DATABASE_URL=url, NOD_PORT=str(port), NOD_AGENT_MODEL="bench-agent", OPENAI_BASE_URL=model_url,
                OPENAI_API_KEY="bench", TWILIO_ACCOUNT_SID=tw.ACCOUNT_SID, TWILIO_AUTH_TOKEN=tw.AUTH_TOKEN,
                TWILIO_WHATSAPP_FROM=tw.FROM, TWILIO_API_BASE_URL=twilio_url, NOD_PUBLIC_URL=PUBLIC,
                NOD_LOG_LEVEL="WARNING", NOD_MAX_CONCURRENT_TURNS=os.environ.get("NOD_MAX_CONCURRENT_TURNS", "2"))
@@ -133,7 +113,7 @@ async def _backend(name: str, url: str) -> list[str]:
     rows = []
     try:
         base = f"http://127.0.0.1:{port}"
-        await _healthy(base)
+        await wait_healthy(base)
         connector = aiohttp.TCPConnector(limit=256)
         async with aiohttp.ClientSession(connector=connector) as http:
             await _load(http, base, OWNERS // 5, 10_000_000)  # warm-up: imports, caches, a first message from every owner

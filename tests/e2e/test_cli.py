@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.loopback import clean_env, free_port
+
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOD_", "TELEGRAM_", "TWILIO_", "OPENAI_"))}
-    env["NOD_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}"
-    env.update(extra)
-    return env
+    return clean_env(**{"NOD_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **extra})
 
 
 def nod(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -119,15 +116,9 @@ def test_a_missing_secret_for_an_enabled_part_fails_at_start(tmp_path: Path) -> 
     assert bad_url.returncode == 1 and "NOD_DATABASE_URL" in _one_sentence_error(bad_url)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_run_serves_healthz_and_stops_cleanly(tmp_path: Path, stop_signal: int) -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "bot", "run"], cwd=tmp_path,
         env=_env(tmp_path, NOD_PORT=str(port)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,40 +12,20 @@ import aiohttp
 
 from tests.fakes import telegram_server as tg
 from tests.fakes import twilio_server as tw
+from tests.fakes.loopback import clean_env, free_port, wait_healthy
 from tests.fakes.model_server import FakeModelServer, text
 
 AGENT = "gpt-4o-mini"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOD_", "TELEGRAM_", "TWILIO_", "OPENAI_"))}
-    env.update({"NOD_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **extra})
-    return env
-
-
-async def _healthy(port: int) -> None:
-    async with aiohttp.ClientSession() as http:
-        for _ in range(300):
-            try:
-                async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError("nod run did not become healthy")
+    return clean_env(**{"NOD_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **extra})
 
 
 async def test_nod_run_answers_on_telegram_and_whatsapp_then_stops_cleanly(tmp_path: Path) -> None:
     model, telegram, twilio = await FakeModelServer().start(), await tg.FakeTelegramServer().start(), \
         await tw.FakeTwilioServer().start()
-    port = _free_port()
+    port = free_port()
     env = _env(tmp_path, NOD_PORT=str(port), NOD_AGENT_MODEL=AGENT, OPENAI_BASE_URL=model.base_url,
                OPENAI_API_KEY="test", TELEGRAM_BOT_TOKEN=tg.TOKEN, TELEGRAM_API_BASE_URL=telegram.base_url,
                TWILIO_ACCOUNT_SID=tw.ACCOUNT_SID, TWILIO_AUTH_TOKEN=tw.AUTH_TOKEN, TWILIO_WHATSAPP_FROM=tw.FROM,
@@ -59,7 +37,7 @@ async def test_nod_run_answers_on_telegram_and_whatsapp_then_stops_cleanly(tmp_p
     proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        await _healthy(port)
+        await wait_healthy(f"http://127.0.0.1:{port}")
         model.enqueue(AGENT, text("Hello on Telegram."), text("Hello on WhatsApp."))
         telegram.push(tg.message_update(1, 4242, "hi from telegram"))
         assert (await telegram.wait_for("sendMessage", timeout=30))[0]["text"] == "Hello on Telegram."
@@ -84,7 +62,7 @@ async def test_nod_run_answers_on_telegram_and_whatsapp_then_stops_cleanly(tmp_p
 async def test_a_refused_telegram_token_stops_nod_run_with_one_sentence(tmp_path: Path) -> None:
     telegram = await tg.FakeTelegramServer(token="another:token").start()
     try:
-        env = _env(tmp_path, NOD_PORT=str(_free_port()), TELEGRAM_BOT_TOKEN=tg.TOKEN,
+        env = _env(tmp_path, NOD_PORT=str(free_port()), TELEGRAM_BOT_TOKEN=tg.TOKEN,
                    TELEGRAM_API_BASE_URL=telegram.base_url)
         result = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", "run"], cwd=tmp_path,
                                          env=env, capture_output=True, text=True, timeout=60)
