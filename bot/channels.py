@@ -35,6 +35,12 @@ class Channels:
     whatsapp: WhatsAppChannel | None = None
     webhooks: dict[str, Handler] = field(default_factory=dict)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The channels running here: the ones whose unanswered messages this process may answer."""
+        return tuple(name for name, channel in (("telegram", self.telegram), ("whatsapp", self.whatsapp))
+                     if channel is not None)
+
     async def start(self) -> None:
         if self.telegram is not None:
             await self.telegram.start(self.front)

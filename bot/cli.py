@@ -14,11 +14,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot import commands, conversation
 from bot.logs import configure_logging
 from bot.settings import Settings, load_settings
 from bot.wiring import Services, services
 from core.errors import NodError
+from core.storage.database import DEFAULT_URL, storage_error
 
 log = logging.getLogger("nod.cli")
 
@@ -135,10 +138,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "tool" and not args.batch and not args.tool:
         parser.error("nod tool needs a TOOL name, or --batch")
+    database_url = DEFAULT_URL
     try:
         settings = load_settings()
+        database_url = settings.database_url
         # a one-shot command's output is its answer; its routine log lines would be noise
-        configure_logging(settings.log_level or ("INFO" if args.command == "run" else "WARNING"))
+        configure_logging(settings.log_level or ("INFO" if args.command == "run" else "WARNING"), settings.log_text)
         if args.command == "run":
             from bot.run import run_server  # the channels' SDKs load only for `nod run`
 
@@ -147,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(_run_action(settings, _action(args)))
     except NodError as exc:
         sys.stderr.write(f"nod: {exc}\n")
+        return 1
+    except SQLAlchemyError as exc:  # a database failure mid-command: the driver's reason, never the SQL
+        sys.stderr.write(f"nod: {storage_error(exc, database_url)}\n")
         return 1
     except OSError as exc:
         sys.stderr.write(f"nod: {exc.strerror or exc}.\n")

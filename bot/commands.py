@@ -18,7 +18,6 @@ from core.memory.importer import ImportResult, import_answer
 from core.memory.model import MemoryDocument, Origin
 from core.memory.render import label_of, render_export
 from core.storage.messages import IMPORT_BATCH, NewMessage, Role
-from core.secrets import find_secret
 from core.storage.owners import Identity
 
 IMPORT_CHANNEL = "import"
@@ -130,9 +129,6 @@ async def memory_add(
     svc: Services, owner_name: str, path: str, text: str, abstract: str | None, expires: str | None
 ) -> str:
     owner = await svc.owners.by_name(owner_name)
-    kind = find_secret(text) or (find_secret(abstract) if abstract else None)
-    if kind:
-        raise InvalidInput(f"Not saved: the note looks like it holds a {kind}.")
     try:
         expiry = date.fromisoformat(expires) if expires else None
     except ValueError as exc:

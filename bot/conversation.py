@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from adapters.local.chat import LocalChat, TerminalSink
+from adapters.local.chat import CHANNEL, LocalChat, TerminalSink
 from bot.wiring import Services
 from core.agent.usage import day_start, month_start, render_usage
 from core.errors import InvalidInput
@@ -15,7 +15,10 @@ async def chat(svc: Services, owner_name: str) -> str:
     owner = await svc.owners.by_name(owner_name)
     conductor = svc.conductor(TerminalSink(sys.stdout))
     local = LocalChat(owner, conductor, svc.commands(conductor), sys.stdout)
+    # bytes that are not UTF-8 arrive as surrogates, so one bad line is refused, not the session
+    sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
     try:
+        await conductor.recover((CHANNEL,), owner.id)  # a message a killed chat left unanswered
         await local.run(sys.stdin, interactive=sys.stdin.isatty())
     finally:
         await conductor.close()

@@ -1,7 +1,8 @@
 """``nod run``: the web server, the configured channels and the hourly maintenance, until a signal.
 
 SIGINT and SIGTERM set one event; everything shuts down in reverse order of starting,
-and the database is closed last.
+and the database is closed last. Once the channels run, messages a stopped process left
+unanswered are taken up, and again every minute, for a worker that died beside this one.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import signal
 from aiohttp import web
 
 from adapters.web.app import build_app
-from bot.channels import channels
+from bot.channels import Channels, channels
 from bot.settings import Settings
 from bot.wiring import Services, services
 from core.maintenance.tick import next_tick
 
 log = logging.getLogger("nod.run")
+RECOVER_EVERY_S = 60.0
 
 
 async def _maintenance_loop(svc: Services, stop: asyncio.Event) -> None:
@@ -37,20 +39,37 @@ async def _maintenance_loop(svc: Services, stop: asyncio.Event) -> None:
             log.exception("maintenance_tick_failed")
 
 
+async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
+    """Answer what a dead process left unanswered: at start, then every minute."""
+    while not stop.is_set():
+        try:
+            taken = await running.front.recover(running.names)
+            if taken:
+                log.info("recovery taken=%s", taken)
+        except Exception:  # noqa: BLE001 - the loop outlives a failed sweep (the database may be back later)
+            log.exception("recovery_failed")
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=RECOVER_EVERY_S)
+        except asyncio.TimeoutError:
+            pass
+
+
 async def run_server(settings: Settings) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with services(settings) as svc, channels(settings, svc) as running:
-        runner = web.AppRunner(build_app(svc.engine, running.webhooks), handle_signals=False)
+        runner = web.AppRunner(build_app(svc.health.problem, running.webhooks), handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, settings.host, settings.port)
         warming = asyncio.create_task(svc.search_index.warm()) if svc.search_index else None
         hourly = asyncio.create_task(_maintenance_loop(svc, stop))
+        recovering: asyncio.Task[None] | None = None
         try:
             await site.start()
             await running.start()
+            recovering = asyncio.create_task(_recovery_loop(running, stop))
             # startup's objects (modules, SQLAlchemy, the SDKs) leave the collector's full passes:
             # measured, a full collection over them paused the loop 130-200 ms under load
             gc.freeze()
@@ -59,7 +78,7 @@ async def run_server(settings: Settings) -> None:
             await stop.wait()
             log.info("stopping")
         finally:
-            background = [task for task in (warming, hourly) if task is not None]
+            background = [task for task in (warming, hourly, recovering) if task is not None]
             for task in background:
                 task.cancel()
             # wait for them: a task still holding a connection when the engine closes hangs the exit

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.settings import Settings
@@ -36,13 +37,15 @@ from core.saving.learn import Learner
 from core.saving.personal import ManagePersonalContext
 from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
-from core.storage.database import create_engine
+from core.storage.database import create_engine, storage_error
+from core.storage.health import DatabaseHealth
 from core.storage.locks import DatabaseLocks
 from core.storage.memory_store import MemoryStore
 from core.storage.messages import MessageStore
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.storage.owners import OwnerStore
+from core.storage.receipts import Receipts
 from core.tools.reading import ReadTools
 
 AGENT_DEADLINE_S = 120.0
@@ -64,6 +67,7 @@ class Services:
     search_index: DerivedIndex | None
     maintenance: MaintenanceJob
     locks: DatabaseLocks
+    health: DatabaseHealth
 
     open_signup: bool = False
     max_turns: int = MAX_TURNS
@@ -77,7 +81,7 @@ class Services:
     def front_door(self, sink: ReplySink) -> FrontDoor:
         conductor = self.conductor(sink)
         gate = Gate(self.owners, self.clock, self.open_signup)
-        return FrontDoor(gate, self.commands(conductor), conductor, self.clock)
+        return FrontDoor(gate, self.commands(conductor), conductor, Receipts(self.engine), self.clock)
 
 
 def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
@@ -118,7 +122,10 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
     engine = create_engine(settings.database_url)
     clock = clock or SystemClock()
     try:
-        await migrate(engine)
+        try:
+            await migrate(engine)
+        except (SQLAlchemyError, OSError) as exc:  # unreadable, unwritable, unreachable: one sentence
+            raise storage_error(exc, settings.database_url) from exc
         messages = MessageStore(engine, clock)
         memory = MemoryStore(ObjectStore(engine), clock)
         owners = OwnerStore(engine)
@@ -140,7 +147,8 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         maintenance = MaintenanceJob(owners, memory, reflector, locks, clock, spending)
         try:
             yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
-                           maintenance, locks, settings.open_signup, settings.max_turns)
+                           maintenance, locks, DatabaseHealth(engine, settings.database_url, clock),
+                           settings.open_signup, settings.max_turns)
         finally:
             await locks.close()
     finally:

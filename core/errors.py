@@ -6,6 +6,7 @@ carries it to the agent); none of them is a bug report.
     NodError
     ├── InvalidInput ............ the caller asked for something malformed
     │   └── MemoryLimitError .... a memory rule: area, slug, text, abstract, quote
+    │       └── SecretRefused ... a field of a note or skill holds a secret
     ├── NotFound ................ no such owner, note, message or path
     ├── Conflict ................ the request collides with what is stored
     │   ├── AlreadyExists ....... a name or path is taken
@@ -33,6 +34,10 @@ class InvalidInput(NodError):
 
 class MemoryLimitError(InvalidInput):
     """A memory entry broke one of the document's limits (area, slug, lengths)."""
+
+
+class SecretRefused(MemoryLimitError):
+    """A note's path, text, abstract or quote (or a skill) holds a card number, key or login link."""
 
 
 class NotFound(NodError):

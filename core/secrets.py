@@ -4,7 +4,8 @@ Messages are flagged on arrival; notes, skills and imports are refused. Detectio
 towards caution: a false positive costs one unsaved note, a false negative leaks a card
 number or a key into a memory the agent reads every turn.
 
-What counts: card numbers (Luhn-valid, 13–19 digits, spaces or dashes allowed), provider
+What counts: card numbers (Luhn-valid, 13–19 digits, written whole or in groups of 3–6
+split by any separator people type: spaces, dots, dashes, slashes, underscores), provider
 keys and tokens (by prefix), private-key blocks, bearer tokens, passwords stated as such,
 long high-entropy strings, and links that carry a login (credentials in the URL, token,
 code or session parameters, magic links).
@@ -15,9 +16,14 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlsplit
 
-_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+from core.errors import SecretRefused
+
+# a run of digits with up to two separator characters between them; _has_card reads the groups
+_CARD = re.compile(r"(?<!\d)\d(?:[\s.\-_/\\·\u2010-\u2015\u2212]{0,2}\d)+(?!\d)")
+_NON_DIGITS = re.compile(r"\D+")
 _PROVIDER_KEYS = re.compile(
     r"""(?x)
     \b(?:
@@ -61,11 +67,26 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
+def _is_card(digits: str) -> bool:
+    return 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn_ok(digits)
+
+
 def _has_card(text: str) -> bool:
+    """A card written whole, or as consecutive groups of 3–6 digits (4111.1111.1111.1111)."""
     for match in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", match.group())
-        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn_ok(digits):
+        groups = _NON_DIGITS.split(match.group())
+        if any(_is_card(g) for g in groups):
             return True
+        for first in range(len(groups)):
+            digits = ""
+            for group in groups[first:]:
+                if not 3 <= len(group) <= 6:
+                    break
+                digits += group
+                if _is_card(digits):
+                    return True
+                if len(digits) > 19:
+                    break
     return False
 
 
@@ -116,3 +137,11 @@ def find_secret(text: str) -> str | None:
 
 def contains_secret(text: str) -> bool:
     return find_secret(text) is not None
+
+
+def refuse_secrets(fields: Iterable[tuple[str, str]]) -> None:
+    """SecretRefused naming the first (label, text) field that holds a secret, and its kind."""
+    for label, value in fields:
+        kind = find_secret(value)
+        if kind:
+            raise SecretRefused(f"Not saved: the {label} looks like it holds a {kind}.")

@@ -84,6 +84,22 @@ def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> QueryTerms:
     return QueryTerms(tuple(kept), dropped=len(topical) - len(kept))
 
 
+def storable(text: str) -> str:
+    """``text`` as every backend can store it, the same on each.
+
+    PostgreSQL refuses a NUL character in text, and no UTF-8 driver can encode a lone
+    surrogate (JSON lets one through as ``\\ud800``): NULs are removed and lone
+    surrogates become U+FFFD, so a message is stored rather than acknowledged and lost.
+    """
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def fact_key(text: str) -> str:
     """A note's words with case, accents and punctuation folded: equal keys, same fact."""
     return " ".join(words(text))

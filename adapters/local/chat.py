@@ -21,6 +21,15 @@ from core.storage.owners import Identity, Owner
 CHANNEL = "local"
 
 
+def _is_text(line: str) -> bool:
+    """False for a line read with surrogateescape from bytes that are not UTF-8."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class TerminalSink:
     def __init__(self, out: TextIO) -> None:
         self._out = out
@@ -56,6 +65,9 @@ class LocalChat:
     async def handle(self, line: str, wait: bool) -> bool:
         text = line.strip()
         if not text:
+            return True
+        if not _is_text(text):
+            self._say("That line is not UTF-8 text, so I skipped it.")
             return True
         if text.startswith("/"):
             return await self._command(text)

@@ -1,16 +1,20 @@
-"""The Telegram channel: a python-telegram-bot Application around Nod's front door.
+"""The Telegram channel: python-telegram-bot's Bot around Nod's front door.
 
-Long polling by default. With a webhook URL the application is built with
-``updater(None)`` (python-telegram-bot's custom-webhook pattern): Nod's own aiohttp server
-receives ``POST /webhooks/telegram``, checks ``X-Telegram-Bot-Api-Secret-Token`` (403
-otherwise), puts the update on the application's queue and answers 200 at once.
+Nothing is acknowledged before it is stored. With a webhook URL, Nod's own aiohttp
+server receives ``POST /webhooks/telegram``, checks ``X-Telegram-Bot-Api-Secret-Token``
+(403 otherwise), hands the update to the front door and answers 200 only once the front
+door has stored it; when storing fails the answer is 503, so Telegram delivers the update
+again. Without one, Nod long-polls ``getUpdates`` itself rather than through PTB's
+Updater: the Updater confirms a batch (by asking for the next offset) before its updates
+are handled, so a crash lost them; here an update's offset is confirmed only after it is
+stored, and a failure asks for the same offset again after a pause.
 
 Updates are handled one at a time, in order, so an owner's messages are stored in the
-order they were sent; the slow work runs beside the queue: a turn is a task of the
-conductor (the channel shows "typing" until it ends), and a command's answer — a digest
-may call the memory model — is sent from a task of its own. A tap on a task-card button
-becomes an owner message flagged ``card_title``: the words are Nod's, never evidence for
-memory. At start Nod registers its commands so Telegram shows them in the menu.
+order they were sent; the slow work runs beside: a turn is a task of the conductor (the
+channel shows "typing" until it ends), and a digest — it may call the memory model — is
+sent from a task of its own. A tap on a task-card button becomes an owner message flagged
+``card_title``: the words are Nod's, never evidence for memory; a stranger's tap is not
+even answered. At start Nod registers its commands so Telegram shows them in the menu.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import asyncio
 import hmac
 import json
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,19 +31,21 @@ from aiohttp import web
 from telegram import BotCommand, Update
 from telegram.constants import ChatAction
 from telegram.error import InvalidToken, TelegramError
-from telegram.ext import Application, ContextTypes, TypeHandler
+from telegram.ext import Application
 
 from adapters.telegram.inbound import incoming_message, is_private, sender_of, tapped_choice
 from adapters.telegram.sink import TelegramSender
 from core.errors import ConfigError, DeliveryFailed
-from core.inbox.commands import COMMANDS, command_name
+from core.inbox.commands import COMMANDS
 from core.inbox.front import FrontDoor, Handled, Incoming
+from core.storage.owners import Identity
 
 log = logging.getLogger("nod.telegram")
 ALLOWED_UPDATES = ["message", "callback_query"]
 TYPING_EVERY_S = 4.5
+POLL_TIMEOUT_S = 30
+RETRY_S = (1.0, 5.0, 15.0)  # after a failed poll or an update that could not be stored
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
-SLOW_COMMANDS = ("memory", "context")
 EXPIRED_CHOICE = "That choice is no longer available."
 
 
@@ -49,15 +55,15 @@ class TelegramConfig:
     api_base_url: str = "https://api.telegram.org"
     webhook_url: str | None = None
     webhook_secret: str | None = None
+    retry_s: tuple[float, ...] = RETRY_S
+    poll_timeout_s: int = POLL_TIMEOUT_S
 
 
 def build_application(config: TelegramConfig) -> Application:  # type: ignore[type-arg]
+    """PTB's application for its configured Bot only: Nod feeds no update queue."""
     base = config.api_base_url.rstrip("/")
-    builder = (Application.builder().token(config.token).base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
-               .connect_timeout(10).read_timeout(20).write_timeout(20))
-    if config.webhook_url:
-        builder = builder.updater(None)
-    return builder.build()
+    return (Application.builder().token(config.token).base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
+            .connect_timeout(10).read_timeout(20).write_timeout(20).updater(None).build())
 
 
 class TelegramChannel:
@@ -67,117 +73,177 @@ class TelegramChannel:
         self.sender = TelegramSender(self.application.bot)
         self._front: FrontDoor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._polling: asyncio.Task[None] | None = None
+
+    @property
+    def _bot(self) -> Any:
+        return self.application.bot
 
     async def start(self, front: FrontDoor) -> None:
         self._front = front
-        app = self.application
-        app.add_handler(TypeHandler(Update, self._on_update))
-        app.add_error_handler(self._on_error)
         try:
-            await app.initialize()
+            await self.application.initialize()
             if self._config.webhook_url:
-                await app.bot.set_webhook(self._config.webhook_url, secret_token=self._config.webhook_secret,
-                                          allowed_updates=ALLOWED_UPDATES)
+                await self._bot.set_webhook(self._config.webhook_url, secret_token=self._config.webhook_secret,
+                                            allowed_updates=ALLOWED_UPDATES)
+            else:
+                await self._bot.delete_webhook()  # getUpdates refuses to run while a webhook is set
         except InvalidToken as exc:
             raise ConfigError("Telegram refused TELEGRAM_BOT_TOKEN; copy it again from @BotFather.") from exc
         except TelegramError as exc:
             raise ConfigError(f"Telegram's Bot API at {self._config.api_base_url} answered: {exc.message}.") from exc
         await self._register_commands()
-        if not self._config.webhook_url and app.updater is not None:
-            await app.updater.start_polling(allowed_updates=ALLOWED_UPDATES)
-        await app.start()
+        if not self._config.webhook_url:
+            self._polling = asyncio.create_task(self._poll(), name="telegram-polling")
         log.info("telegram_started mode=%s", "webhook" if self._config.webhook_url else "polling")
 
     async def _register_commands(self) -> None:
         commands = [BotCommand(name, what) for name, what in COMMANDS.items()]
         try:
-            await self.sender.retrying("setMyCommands", lambda: self.application.bot.set_my_commands(commands))
+            await self.sender.retrying("setMyCommands", lambda: self._bot.set_my_commands(commands))
         except (DeliveryFailed, TelegramError) as exc:  # the menu is a convenience; Nod still works
             log.warning("telegram_commands_not_registered error=%s", exc)
 
     async def stop(self) -> None:
-        app = self.application
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
-        if app.running:
-            await app.stop()
-        for task in list(self._tasks):
+        work = [task for task in (self._polling, *self._tasks) if task is not None]
+        for task in work:
             task.cancel()
-        if self._tasks:
-            await asyncio.wait(set(self._tasks))
-        await app.shutdown()
+        if work:
+            await asyncio.wait(work)
+        await self.application.shutdown()
+
+    def _pause(self, failures: int) -> float:
+        delays = self._config.retry_s
+        return delays[min(failures, len(delays) - 1)]
+
+    async def _poll(self) -> None:
+        """Long polling that confirms an update (the next offset) only once it is stored."""
+        offset: int | None = None
+        failures = 0
+        while True:
+            try:
+                updates = await self._bot.get_updates(offset=offset, timeout=self._config.poll_timeout_s,
+                                                      allowed_updates=ALLOWED_UPDATES)
+            except InvalidToken:
+                log.error("telegram_polling_stopped reason=token")
+                return
+            except TelegramError as exc:  # network, 5xx, a conflicting poller: try again later
+                log.warning("telegram_poll_failed error=%s", exc.message)
+                await asyncio.sleep(self._pause(failures))
+                failures += 1
+                continue
+            failures = 0
+            for update in updates:
+                if not await self._stored(update):
+                    await asyncio.sleep(self._pause(failures))
+                    failures += 1
+                    break  # the same offset again: Telegram hands the update over once more
+                offset = update.update_id + 1
+
+    async def _stored(self, update: Update) -> bool:
+        try:
+            await self._process(update)
+        except Exception as exc:  # noqa: BLE001 - the database failed: not stored, so not confirmed
+            log.warning("telegram_update_not_stored update=%s error=%s", update.update_id, type(exc).__name__)
+            return False
+        return True
 
     async def webhook(self, request: web.Request) -> web.Response:
-        """``POST /webhooks/telegram``: check the secret, queue the update, answer at once."""
-        secret = self._config.webhook_secret or ""
-        if not secret or not hmac.compare_digest(request.headers.get(SECRET_HEADER, ""), secret):
+        """``POST /webhooks/telegram``: check the secret, store the update, then answer 200."""
+        if not self._secret_matches(request.headers.get(SECRET_HEADER, "")):
             log.warning("telegram_webhook_refused reason=secret remote=%s", request.remote)
             return web.Response(status=403, text="forbidden")
-        try:
-            update = Update.de_json(json.loads(await request.read()), self.application.bot)
-        except (ValueError, TypeError, KeyError) as exc:
-            log.warning("telegram_webhook_malformed error=%s", type(exc).__name__)
+        update = self._parse(await request.read())
+        if update is None:
             return web.Response(status=400, text="malformed update")
-        await self.application.update_queue.put(update)
+        if not await self._stored(update):
+            return web.Response(status=503, text="not stored; deliver again")
         return web.Response(status=200)
+
+    def _secret_matches(self, given: str) -> bool:
+        secret = self._config.webhook_secret or ""
+        # bytes: a header that is not ASCII is simply wrong, never a TypeError
+        return bool(secret) and hmac.compare_digest(given.encode("utf-8", "replace"), secret.encode())
+
+    def _parse(self, body: bytes) -> Update | None:
+        try:
+            data = json.loads(body)
+            update = Update.de_json(data, self._bot) if isinstance(data, dict) else None
+        except Exception as exc:  # noqa: BLE001 - any malformed body is the sender's error: 400
+            log.warning("telegram_webhook_malformed error=%s", type(exc).__name__)
+            return None
+        if update is None:
+            log.warning("telegram_webhook_malformed error=not_an_update")
+        return update
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    async def _process(self, update: Update) -> None:
+        """Store what the update carries (raises when the database fails); replies go beside."""
+        front = self._front
+        if front is None:  # the web server listens before the channel starts: not stored, so not acknowledged
+            raise RuntimeError("the Telegram channel has not started")
         if not is_private(update):
             return  # groups, supergroups, channels: answer nothing, store nothing
         sender = sender_of(update)
-        front = self._front
-        if sender is None or front is None:
+        if sender is None:
             return
         if update.callback_query is not None:
-            await self._on_tap(update, front)
+            await self._on_tap(update, front, sender)
             return
         incoming = incoming_message(update, sender)
         if incoming is not None:
-            await self._hand_over(front, incoming, int(sender.external_id))
+            self._follow_up(await front.handle(incoming), int(sender.external_id))
 
-    async def _hand_over(self, front: FrontDoor, incoming: Incoming, chat_id: int) -> None:
-        if command_name(incoming.text) in SLOW_COMMANDS:  # a digest may call the model: answer beside the queue
-            self._spawn(self._answer(front.handle(incoming), chat_id))
-            return
-        handled = await front.handle(incoming)
-        await self._follow_up(handled, chat_id)
-
-    async def _answer(self, handling: Coroutine[Any, Any, Handled], chat_id: int) -> None:
-        await self._follow_up(await handling, chat_id)
-
-    async def _follow_up(self, handled: Handled, chat_id: int) -> None:
+    def _follow_up(self, handled: Handled, chat_id: int) -> None:
         if handled.answer:
             self._spawn(self._send(chat_id, handled.answer))
+        if handled.later is not None:
+            self._spawn(self._send_later(chat_id, handled.later))
         if handled.turn_started and handled.owner is not None:
             self._spawn(self._typing(chat_id, handled.owner.id))
 
-    async def _on_tap(self, update: Update, front: FrontDoor) -> None:
+    async def _on_tap(self, update: Update, front: FrontDoor, sender: Identity) -> None:
+        if await front.owner_of(sender) is None:
+            log.info("telegram_tap_ignored reason=stranger")
+            return
         query = update.callback_query
         assert query is not None and update.effective_user is not None
         label = tapped_choice(update)
+        if label is None:
+            self._spawn(self._acknowledge_tap(update, EXPIRED_CHOICE))
+            return
+        incoming = Incoming(sender, label, str(update.update_id), update.effective_user.first_name, card_title=True)
+        handled = await front.handle(incoming)
+        self._spawn(self._acknowledge_tap(update, None))
+        self._follow_up(handled, int(sender.external_id))
+
+    async def _acknowledge_tap(self, update: Update, notice: str | None) -> None:
+        query = update.callback_query
+        assert query is not None
         try:
-            await query.answer(None if label else EXPIRED_CHOICE)
-            if label is not None:
+            await query.answer(notice)
+            if notice is None:
                 await query.edit_message_reply_markup(None)  # one tap per card
         except TelegramError as exc:
             log.info("telegram_tap_ack_failed error=%s", exc)
-        if label is None:
-            return
-        sender = sender_of(update)
-        assert sender is not None
-        incoming = Incoming(sender, label, str(update.update_id), update.effective_user.first_name, card_title=True)
-        await self._follow_up(await front.handle(incoming), int(sender.external_id))
 
     async def _send(self, chat_id: int, text: str) -> None:
         try:
             await self.sender.send(chat_id, text)
         except DeliveryFailed as exc:
             log.warning("telegram_send_failed chat=%s code=%s error=%s", chat_id, exc.code, exc)
+
+    async def _send_later(self, chat_id: int, answer: Callable[[], Awaitable[str]]) -> None:
+        try:
+            text = await answer()
+        except Exception as exc:  # noqa: BLE001 - a digest that failed on the database: logged, not sent
+            log.warning("telegram_answer_failed chat=%s error=%s", chat_id, type(exc).__name__)
+            return
+        await self._send(chat_id, text)
 
     async def _typing(self, chat_id: int, owner_id: int) -> None:
         """'typing…' in the chat until the owner's turn ends (Telegram shows it for 5 seconds)."""
@@ -186,13 +252,9 @@ class TelegramChannel:
         try:
             while not finished.done():
                 try:
-                    await self.application.bot.send_chat_action(chat_id, ChatAction.TYPING)
+                    await self._bot.send_chat_action(chat_id, ChatAction.TYPING)
                 except TelegramError as exc:
                     log.debug("telegram_typing_failed error=%s", exc)
                 await asyncio.wait({finished}, timeout=TYPING_EVERY_S)
         finally:
             finished.cancel()
-
-    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """python-telegram-bot's error handler: log; nothing reaches the owner from here."""
-        log.error("telegram_update_failed", exc_info=context.error)

@@ -61,7 +61,8 @@ def incoming_message(update: Update, sender: Identity) -> Incoming | None:
         asides.append(quoted)
     attachment = _attachment(message)
     name = update.effective_user.first_name if update.effective_user else None
-    common = {"sender": sender, "external_id": str(update.update_id), "display_name": name}
+    # Telegram's own date: an update delivered late after an outage keeps the time it was sent
+    common = {"sender": sender, "external_id": str(update.update_id), "display_name": name, "sent_at": message.date}
     if message.forward_origin is not None:
         return Incoming(text=words or attachment or "[forwarded message]", forwarded=True,
                         attachment=attachment is not None and not words, asides=tuple(asides), **common)

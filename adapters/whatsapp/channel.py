@@ -5,14 +5,15 @@ RequestValidator against the public URL Twilio called (``NOD_PUBLIC_URL`` plus t
 and query): a bad or missing signature gets 403 and nothing is stored. A valid message is
 stored (idempotent on MessageSid, since Twilio retries) and its turn started before the
 answer — 200 with empty TwiML, at once; the reply goes out later through the REST API.
-A command's answer (a digest may call the model) is sent from a task of its own.
+When the database cannot store it the answer is 503, so a retry can. A command's answer
+is sent from a task of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from aiohttp import web
@@ -21,8 +22,7 @@ from twilio.twiml.messaging_response import MessagingResponse
 
 from adapters.whatsapp.inbound import incoming_message
 from adapters.whatsapp.sink import TwilioSender
-from core.inbox.commands import command_name
-from core.inbox.front import FrontDoor, Incoming
+from core.inbox.front import FrontDoor
 
 log = logging.getLogger("nod.whatsapp")
 PATH = "/webhooks/whatsapp"
@@ -62,16 +62,22 @@ class WhatsAppChannel:
         if not self._signed(request, params):
             log.warning("whatsapp_webhook_refused reason=signature remote=%s", request.remote)
             return web.Response(status=403, text="forbidden")
+        if self._front is None:  # the web server listens before the channel starts
+            return web.Response(status=503, text="starting; deliver again")
         incoming = incoming_message(params)
-        if incoming is None or self._front is None:
+        if incoming is None:
             log.info("whatsapp_webhook_ignored sid=%s", params.get("MessageSid", "-"))
             return _twiml()
-        if command_name(incoming.text) is not None and not incoming.forwarded:
-            self._spawn(self._answer(self._front, incoming))
-        else:
+        try:
             handled = await self._front.handle(incoming)
-            if handled.answer:
-                self._spawn(self._send(incoming.sender.external_id, handled.answer))
+        except Exception as exc:  # noqa: BLE001 - not stored: Twilio may deliver it again
+            log.warning("whatsapp_message_not_stored sid=%s error=%s", incoming.external_id, type(exc).__name__)
+            return web.Response(status=503, text="not stored; deliver again")
+        number = incoming.sender.external_id
+        if handled.answer:
+            self._spawn(self._send(number, handled.answer))
+        if handled.later is not None:
+            self._spawn(self._send_later(number, handled.later))
         return _twiml()
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -79,10 +85,13 @@ class WhatsAppChannel:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _answer(self, front: FrontDoor, incoming: Incoming) -> None:
-        handled = await front.handle(incoming)
-        if handled.answer:
-            await self._send(incoming.sender.external_id, handled.answer)
+    async def _send_later(self, number: str, answer: Callable[[], Awaitable[str]]) -> None:
+        try:
+            text = await answer()
+        except Exception as exc:  # noqa: BLE001 - a digest that failed on the database: logged, not sent
+            log.warning("whatsapp_answer_failed error=%s", type(exc).__name__)
+            return
+        await self._send(number, text)
 
     async def _send(self, number: str, text: str) -> None:
         try:

@@ -27,15 +27,23 @@ answered as fast as the turns can go, while the event loop stays free to accept 
 Delivery is shielded: once a checked answer exists it is stored as Nod's message and
 handed to the reply sink even if a stop arrives in that instant, so what the owner
 received and what Nod remembers saying never differ.
+
+Nothing is lost to a crash. The request is stored ``awaiting`` before anything
+acknowledges it; storing the reply settles it in the same transaction, before the reply
+is sent, so a request is answered at most once. A turn, once it holds the owner's lock,
+first checks that its request still awaits (another worker may have answered it).
+``recover`` finds the requests a dead process left awaiting and answers them — or, past
+``RECOVER_WITHIN``, tells the owner it could not answer in time — once, on any worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from core.agent.slots import DEFAULT_SLOTS as MAX_TURNS
@@ -49,6 +57,9 @@ from core.storage.owners import Identity, Owner
 
 log = logging.getLogger("nod.agent")
 TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."
+RECOVER_WITHIN = timedelta(hours=6)  # older requests left by a crash get a note, not a late answer
+TOO_LATE = ("Sorry, I was interrupted and couldn't answer your message of {when} in time. "
+            "If you still need it, please ask again.")
 
 
 class ReplySink(Protocol):
@@ -110,23 +121,23 @@ class Conductor:
             return await self._receive(inbound)
 
     async def _receive(self, inbound: Inbound) -> StoredMessage | None:
-        sent_at = inbound.sent_at or self._deps.clock.now()
+        now = self._deps.clock.now()
+        sent_at = min(inbound.sent_at, now) if inbound.sent_at is not None else now  # a sender's clock may run ahead
         for number, aside in enumerate(inbound.asides, start=1):
             external = f"{inbound.external_id}#{number}" if inbound.external_id else None
             await self._deps.messages.append(NewMessage(
                 owner_id=inbound.owner.id, role=Role.OWNER, text=aside.text, channel=inbound.channel,
                 sent_at=sent_at, external_id=external, forwarded=aside.forwarded, attachment=aside.attachment,
-                origin=TurnOrigin.OWNER_MESSAGE.value))
+                origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.address))
         stored = await self._deps.messages.append(
             NewMessage(
                 owner_id=inbound.owner.id, role=Role.OWNER, text=inbound.text, channel=inbound.channel,
                 sent_at=sent_at, external_id=inbound.external_id,
                 card_title=inbound.card_title, attachment=inbound.attachment, forwarded=inbound.forwarded,
-                origin=TurnOrigin.OWNER_MESSAGE.value,
+                origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.address, awaiting=True,
             )
         )
-        if not stored.created:
-            log.info("message_redelivered owner=%s message=%s", inbound.owner.id, stored.message.id)
+        if not stored.created:  # a redelivery (logged by the store): its first delivery has its turn
             return None
         # started beside the caller: a webhook is answered once its message is stored, not
         # after a turn it restarts has unwound; per-owner starts keep their arrival order
@@ -138,7 +149,7 @@ class Conductor:
         while (starting := self._starting.get(owner_id)) is not None and not starting.done():
             await asyncio.wait({starting})
 
-    async def _start(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
+    async def _start(self, owner: Owner, request: StoredMessage, sender: Identity, late: bool = False) -> None:
         lock = self._locks.setdefault(owner.id, asyncio.Lock())
         async with lock:
             running = self._turns.get(owner.id)
@@ -146,12 +157,45 @@ class Conductor:
                 log.info("turn_restarted owner=%s by_message=%s", owner.id, request.id)
                 running.cancel()
                 await asyncio.wait({running})
-            self._turns[owner.id] = asyncio.create_task(self._turn(owner, request, sender), name=f"turn-{owner.id}")
+            self._turns[owner.id] = asyncio.create_task(self._turn(owner, request, sender, late), name=f"turn-{owner.id}")
+
+    def _busy(self, owner_id: int) -> bool:
+        return any(task is not None and not task.done()
+                   for task in (self._turns.get(owner_id), self._starting.get(owner_id)))
+
+    async def recover(self, channels: Collection[str], owner_id: int | None = None) -> int:
+        """Answer the requests a stopped process left awaiting on ``channels``; how many were taken up.
+
+        Owners with a turn in this process are left to it. A turn taken up here still waits
+        for the owner's lock and re-checks its request, so a worker that is answering it
+        already (or finishes first) keeps it, and it is never answered twice.
+        """
+        taken = 0
+        now = self._deps.clock.now()
+        for request in await self._deps.messages.awaiting_requests():
+            if request.channel not in channels or self._busy(request.owner_id):
+                continue
+            if owner_id is not None and request.owner_id != owner_id:
+                continue
+            owner = await self._deps.owners.by_id(request.owner_id)
+            sender = await self._reply_address(owner, request)
+            late = now - request.sent_at > RECOVER_WITHIN
+            log.info("turn_recovered owner=%s message=%s late=%s", owner.id, request.id, late)
+            self._starting[owner.id] = asyncio.create_task(self._start(owner, request, sender, late))
+            taken += 1
+        return taken
+
+    async def _reply_address(self, owner: Owner, request: StoredMessage) -> Identity:
+        if request.address:
+            return Identity(request.channel, request.address)
+        linked = [i for i in await self._deps.owners.identities(owner.id) if i.channel == request.channel]
+        return linked[0] if linked else Identity(request.channel, owner.name)
 
     async def stop(self, owner_id: int) -> bool:
-        """Cancel the owner's running turn; True if there was one."""
+        """Cancel the owner's running turn and settle what awaits it; True if a turn ran."""
         await self._started(owner_id)
         running = self._turns.get(owner_id)
+        await self._deps.messages.settle(owner_id)  # stopped means no answer is owed, also after a restart
         if running is None or running.done():
             return False
         running.cancel()
@@ -173,12 +217,19 @@ class Conductor:
         if self._turns:
             await asyncio.wait(set(self._turns.values()))
 
-    async def _turn(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
+    async def _turn(self, owner: Owner, request: StoredMessage, sender: Identity, late: bool = False) -> None:
         across = self._locks_across.turn(owner.id) if self._locks_across is not None else nullcontext()
         delivered = False
         try:
             async with across, self._slots.held():  # another worker's turn for this owner ends (and delivers) first
-                await self._run(owner, request, sender)
+                if not await self._deps.messages.is_awaiting(request.id):
+                    log.info("turn_skipped owner=%s message=%s reason=answered", owner.id, request.id)
+                    return
+                if late:
+                    when = request.sent_at.astimezone(owner.zone).strftime("%Y-%m-%d %H:%M")
+                    await asyncio.shield(self._deliver(owner, request, sender, Reply(TOO_LATE.format(when=when))))
+                else:
+                    await self._run(owner, request, sender)
                 delivered = True
         except asyncio.CancelledError:
             raise
@@ -205,11 +256,11 @@ class Conductor:
         return await self._deps.owners.by_id(owner.id)
 
     async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply) -> None:
+        """Store the reply and settle the request (one transaction), then hand it to the channel."""
         try:
-            await self._deps.messages.append(
-                NewMessage(owner.id, Role.ASSISTANT, reply.text_form(), request.channel, self._deps.clock.now(),
-                           origin=TurnOrigin.OWNER_MESSAGE.value)
-            )
+            await self._deps.messages.answer(request.id, owner.id, NewMessage(
+                owner.id, Role.ASSISTANT, reply.text_form(), request.channel, self._deps.clock.now(),
+                origin=TurnOrigin.OWNER_MESSAGE.value))
         except Exception:  # noqa: BLE001 - still answer the owner when storing the reply failed
             log.exception("reply_store_failed owner=%s", owner.id)
         try:

@@ -1,4 +1,4 @@
-"""Page cursors: where the next page starts, bound to the search that made it.
+"""Page cursors: where the next page starts, bound to the search that made it, signed.
 
 A cursor carries the offset into one fixed ordering and the newest message id that
 existed when the first page was read. Later pages never see messages that arrived in
@@ -6,6 +6,11 @@ between, so paging has no duplicates and no gaps even while the conversation goe
 It also carries a fingerprint of the search (owner's thread, words, dates, order): a
 cursor reused with other parameters would silently page through a different list, so it
 is refused instead.
+
+A cursor reaches the model and comes back as a tool argument, so it is untrusted input:
+it is signed with an HMAC under a key kept in the database (``nod_meta``), and its
+numbers are bounded before anything reads them — a forged offset of 2⁴⁰ once made the
+search engine try to allocate terabytes and abort the process.
 """
 
 from __future__ import annotations
@@ -13,11 +18,16 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InvalidInput
+
+MAX_OFFSET = 10_000  # deeper than any reader pages; narrow with dates past it
+MAX_ID = 2**62  # every id and snapshot fits a signed 64-bit integer on both backends
+_NOT_OURS = "That cursor is not one history_search returned; search again without it."
 
 
 @dataclass(frozen=True)
@@ -32,21 +42,37 @@ def fingerprint(parts: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
 
-def encode(cursor: Cursor) -> str:
-    raw = json.dumps({"f": cursor.fingerprint, "o": cursor.offset, "s": cursor.snapshot})
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode(token: str, expected_fingerprint: str) -> Cursor:
-    """The cursor in ``token``; refused when malformed or made by a different search."""
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode((text + "=" * (-len(text) % 4)).encode())
+
+
+def _mac(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.sha256).digest()[:16]
+
+
+def encode(cursor: Cursor, key: bytes) -> str:
+    payload = json.dumps({"f": cursor.fingerprint, "o": cursor.offset, "s": cursor.snapshot},
+                         separators=(",", ":")).encode()
+    return f"{_b64(payload)}.{_b64(_mac(key, payload))}"
+
+
+def decode(token: str, expected_fingerprint: str, key: bytes) -> Cursor:
+    """The cursor in ``token``; refused when forged, malformed, out of bounds or another search's."""
     try:
-        padded = token + "=" * (-len(token) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        body, _, signature = token.partition(".")
+        payload = _unb64(body)
+        if not hmac.compare_digest(_unb64(signature), _mac(key, payload)):
+            raise InvalidInput(_NOT_OURS)
+        data = json.loads(payload)
         cursor = Cursor(str(data["f"]), int(data["o"]), int(data["s"]))
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise InvalidInput("That cursor is not one history_search returned; search again without it.") from exc
-    if cursor.offset < 0 or cursor.snapshot < 0:
-        raise InvalidInput("That cursor is not one history_search returned; search again without it.")
+        raise InvalidInput(_NOT_OURS) from exc
+    if not (0 <= cursor.offset <= MAX_OFFSET and 0 <= cursor.snapshot <= MAX_ID):
+        raise InvalidInput(_NOT_OURS)
     if cursor.fingerprint != expected_fingerprint:
         raise InvalidInput(
             "That cursor belongs to a different search: continue with the same query, dates and "

@@ -15,6 +15,14 @@ stemmer Nod uses everywhere (core/text.py), as FTS5's porter tokenizer does, and
 as those stems. Score ties are broken by id, as the SQL backends do, by reading past the
 boundary until the tie ends.
 
+The index is checked before every search, never trusted: its marker file names the
+database it was built from (the ``instance`` id in ``nod_meta``, made when the database
+was), and each document carries a digest of its row, so the last indexed message must
+still be in the database, unchanged. Another database, a restored backup or a truncated
+file fails that check and the index is rebuilt; and whatever the index returns, rows are
+read back from the database within the searched thread, so even a corrupt index cannot
+put another owner's words in a result.
+
 One process writes: tantivy's writer lock is per directory. A second process on the
 same file (``nod tool`` while ``nod run`` serves) searches the index when it is already
 caught up for the snapshot and otherwise falls back to FTS5, which is exact, only slower.
@@ -24,6 +32,7 @@ PostgreSQL deployments do not use it (several workers, one shared ``tsvector`` i
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import shutil
@@ -39,21 +48,25 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.errors import StorageError
 from core.history.engine import CONTEXT_WEIGHT, Hit, Scope
+from core.storage.database import sqlite_file
 from core.storage.schema import messages
 from core.text import stem, words
 
 log = logging.getLogger("nod.history.index")
 T = TypeVar("T")
-FORMAT = 2  # bump when the schema or the analyzer changes: the index is then rebuilt
+FORMAT = 3  # bump when the schema or the analyzer changes: the index is then rebuilt
 ANALYZER = "nod_words"
 BATCH = 20_000
+INLINE_GAP = 2_000  # a longer catch-up runs in the background and the database answers meanwhile
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _GAP = text(
-    """SELECT m.id, m.thread_id, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
+    """SELECT m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
         WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
         ORDER BY p.id DESC LIMIT 1), '') AS context
     FROM messages m WHERE m.id > :after AND m.role != 'tool' ORDER BY m.id LIMIT :batch"""
 )
+_INSTANCE = text("SELECT value FROM nod_meta WHERE key = 'instance'")
+_ROW = text("SELECT id, owner_id, thread_id, role, text, sent_at FROM messages WHERE id = :id")
 
 
 def _guarded(work: Callable[[], T]) -> T:
@@ -75,6 +88,23 @@ def _micros(moment: datetime) -> int:
     return int((moment - _EPOCH).total_seconds() * 1_000_000)
 
 
+def _utc(value: Any) -> datetime:
+    """A raw row's sent time: a datetime on PostgreSQL, ISO text on SQLite."""
+    sent = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    return sent if sent.tzinfo else sent.replace(tzinfo=timezone.utc)
+
+
+def _digest(row: Any) -> int:
+    """A fingerprint of a stored message (id, owner, thread, role, time, text), 62 bits.
+
+    The index keeps it per document; a database whose row under the same id differs —
+    restored from a backup, replaced, another file — is told apart by it.
+    """
+    parts = (row.id, row.owner_id, row.thread_id, row.role, _micros(_utc(row.sent_at)), row.text)
+    raw = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 2
+
+
 def _schema() -> Any:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("text", tokenizer_name=ANALYZER)
@@ -82,6 +112,7 @@ def _schema() -> Any:
     builder.add_integer_field("id", stored=False, indexed=True, fast=True)
     builder.add_integer_field("thread", stored=False, indexed=True, fast=True)
     builder.add_integer_field("sent", stored=False, indexed=True, fast=True)
+    builder.add_integer_field("digest", stored=False, indexed=False, fast=True)
     return builder.build()
 
 
@@ -95,24 +126,19 @@ def stemmed(text_: str) -> str:
     return " ".join(stem(w) for w in words(text_))
 
 
-def sqlite_file(url: str) -> Path | None:
-    """The database file behind a SQLite URL, or None (PostgreSQL, in-memory)."""
-    prefix = "sqlite+aiosqlite:///"
-    if not url.startswith(prefix) or url.endswith(":memory:") or len(url) == len(prefix):
-        return None
-    return Path(url[len(prefix):].split("?", 1)[0])
-
-
 class DerivedIndex:
     def __init__(self, directory: Path, engine: AsyncEngine) -> None:
         self._directory = directory
         self._engine = engine
         self._schema = _schema()
+        self._marker = directory / "nod-format.json"
         self._index = self._open()
+        self._database = self._bound_to()
         self._writer: Any | None = None
         self._writer_tried = False
         self._watermark = self._indexed_max()
         self._lock = asyncio.Lock()
+        self._background: asyncio.Task[None] | None = None
 
     @property
     def watermark(self) -> int:
@@ -131,22 +157,44 @@ class DerivedIndex:
             log.warning("search_index_unavailable error=%s", exc)
             return None
 
+    def _marked(self) -> dict[str, Any]:
+        try:
+            found = json.loads(self._marker.read_text())
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
     def _open(self) -> Any:
-        marker = self._directory / "nod-format.json"
-        if self._directory.exists() and (not marker.exists() or json.loads(marker.read_text()) != {"format": FORMAT}):
+        if self._directory.exists() and self._marked().get("format") != FORMAT:
             log.info("search_index_rebuild reason=format dir=%s", self._directory)
             shutil.rmtree(self._directory)
         self._directory.mkdir(parents=True, exist_ok=True)
         index = tantivy.Index(self._schema, path=str(self._directory), reuse=True)
         index.register_tokenizer(ANALYZER, _analyzer())
-        marker.write_text(json.dumps({"format": FORMAT}))
+        if not self._marker.exists():
+            self._mark(None)
         return index
+
+    def _mark(self, database: str | None) -> None:
+        self._marker.write_text(json.dumps({"format": FORMAT, "database": database}))
+
+    def _bound_to(self) -> str | None:
+        """The identity of the database this index was built from (``nod_meta``'s instance)."""
+        database = self._marked().get("database")
+        return database if isinstance(database, str) else None
 
     def _indexed_max(self) -> int:
         self._index.reload()
         searcher = self._index.searcher()
         found = searcher.search(tantivy.Query.all_query(), 1, count=False, order_by_field="id")
         return int(found.hits[0][0]) if found.hits else 0
+
+    def _digest_at(self, message_id: int) -> int | None:
+        searcher = self._index.searcher()
+        found = searcher.search(tantivy.Query.term_query(self._schema, "id", message_id), 1, count=False)
+        if not found.hits:
+            return None
+        return int(searcher.fast_field_values("digest", [found.hits[0][1]])[0])
 
     def _acquire_writer(self) -> Any | None:
         if not self._writer_tried:
@@ -158,28 +206,94 @@ class DerivedIndex:
         return self._writer
 
     async def ready_for(self, snapshot: int) -> bool:
-        """Catch up to ``snapshot`` if this process may write; whether the index covers it."""
-        if self._watermark >= snapshot:
-            return True
-        async with self._lock:
-            try:
+        """Whether the index may answer a search up to ``snapshot``, catching up when it can.
+
+        Checked before every search, never assumed: the index must have been built from
+        this database, and the message it holds last must still be in it, unchanged. A
+        restored, replaced or truncated database fails that test and the index is rebuilt
+        (or, in a process that may not write it, not used). A small gap is indexed before
+        the search; a large one (a rebuild, a first start) in the background, while the
+        database's own index answers.
+        """
+        try:
+            if not await self._verified():
+                return False
+            if self._watermark >= snapshot:
+                return True
+            if self._lock.locked() or snapshot - self._watermark > INLINE_GAP:
+                self._catch_up_in_background()
+                return False
+            async with self._lock:
                 if self._watermark < snapshot:  # another process may have caught up meanwhile
                     latest = await asyncio.to_thread(_guarded, self._indexed_max)
                     self._watermark = max(self._watermark, latest)
                 if self._watermark < snapshot and self._acquire_writer() is not None:
                     await self._catch_up()
-            except IndexFailure:
-                return False
+        except IndexFailure:
+            return False
         return self._watermark >= snapshot
+
+    async def _verified(self) -> bool:
+        """True when the index belongs to the database as it is now; rebuilds it when not."""
+        async with self._engine.connect() as conn:
+            instance = (await conn.execute(_INSTANCE)).scalar()
+            row = (await conn.execute(_ROW, {"id": self._watermark})).first() if self._watermark else None
+        if self._database == instance and self._holds(row):
+            return True
+        if self._acquire_writer() is None:  # another process writes it: re-read what it did, answer from the database
+            self._database = self._bound_to()
+            self._watermark = await asyncio.to_thread(_guarded, self._indexed_max)
+            log.info("search_index_not_used reason=%s", "unbound" if self._database is None else "mismatch")
+            return False
+        if self._database is None and not self._watermark:  # a new index: bind it to this database
+            self._database = instance
+            self._mark(instance)
+            return True
+        reason = "another database" if self._database != instance else "the database changed"
+        async with self._lock:
+            log.warning("search_index_rebuild reason=%s dir=%s", reason, self._directory)
+            await asyncio.to_thread(_guarded, self._clear)
+            self._database = instance
+            self._mark(instance)
+        return True
+
+    def _holds(self, row: Any) -> bool:
+        """The message the index holds last is in the database, unchanged (trivially so when empty)."""
+        if not self._watermark:
+            return True
+        return row is not None and _digest(row) == _guarded(lambda: self._digest_at(self._watermark))
+
+    def _clear(self) -> None:
+        writer = self._writer
+        writer.delete_all_documents()
+        writer.commit()
+        self._index.reload()
+        self._watermark = 0
+
+    def _catch_up_in_background(self) -> None:
+        if self._background is None or self._background.done():
+            self._background = asyncio.create_task(self._catch_up_locked(), name="search-index-catch-up")
+
+    async def _catch_up_locked(self) -> None:
+        try:
+            async with self._lock:
+                if self._acquire_writer() is not None:
+                    await self._catch_up()
+        except Exception:  # noqa: BLE001 - a background catch-up only logs; the database answers meanwhile
+            log.exception("search_index_catch_up_failed")
 
     async def warm(self) -> None:
         """Index everything stored so far (``nod run`` does this at start, in the background)."""
         try:
-            async with self._engine.connect() as conn:
-                newest = (await conn.execute(text("SELECT coalesce(max(id), 0) FROM messages"))).scalar_one()
-            await self.ready_for(int(newest))
+            if await self._verified():
+                await self._catch_up_locked()
         except Exception:  # noqa: BLE001 - a background warm-up only logs; searches catch up themselves
             log.exception("search_index_warm_failed")
+
+    async def close(self) -> None:
+        if self._background is not None and not self._background.done():
+            self._background.cancel()
+            await asyncio.wait({self._background})
 
     async def _catch_up(self) -> None:
         added = 0
@@ -206,10 +320,9 @@ class DerivedIndex:
     @staticmethod
     def _write(writer: Any, rows: Sequence[Any]) -> None:
         for row in rows:
-            sent = row.sent_at if isinstance(row.sent_at, datetime) else datetime.fromisoformat(row.sent_at)
-            sent = sent if sent.tzinfo else sent.replace(tzinfo=timezone.utc)
             writer.add_document(tantivy.Document(
-                text=stemmed(row.text), context=stemmed(row.context), id=int(row.id), thread=int(row.thread_id), sent=_micros(sent)))
+                text=stemmed(row.text), context=stemmed(row.context), id=int(row.id), thread=int(row.thread_id),
+                sent=_micros(_utc(row.sent_at)), digest=_digest(row)))
         writer.commit()
 
     def _query(self, terms: Sequence[str], scope: Scope) -> Any:
@@ -274,6 +387,8 @@ class DerivedIndex:
         best = _guarded(lambda: self.ranked_ids(terms, scope, limit, offset))
         if not best:
             return []
-        query = select(messages.c.id, messages.c.role, messages.c.text).where(messages.c.id.in_([i for i, _ in best]))
+        # the ids come from a file on disk: only rows of the searched thread count, whatever it holds
+        query = select(messages.c.id, messages.c.role, messages.c.text).where(
+            messages.c.id.in_([i for i, _ in best]), messages.c.thread_id == scope.thread_id)
         rows = {r.id: r for r in await conn.execute(query)}
         return [Hit(i, rows[i].role, rows[i].text, score) for i, score in best if i in rows]

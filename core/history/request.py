@@ -9,12 +9,16 @@ error. Dates are read in the owner's time zone: a bare date means the whole day,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, timezone
 from enum import Enum
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from core.errors import InvalidInput
+from core.history.cursor import MAX_ID
+
+EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -58,6 +62,18 @@ def _parse_moment(name: str, raw: Any, zone: ZoneInfo, end_of_day: bool) -> date
     return moment + timedelta(microseconds=1) if end_of_day else moment
 
 
+def _moment(name: str, raw: Any, zone: ZoneInfo, end_of_day: bool) -> datetime:
+    """A bounded moment: dates outside 1900–2199 (9999-12-31 overflows a day later) are refused."""
+    try:
+        moment = _parse_moment(name, raw, zone, end_of_day)
+        utc = moment.astimezone(timezone.utc)
+    except OverflowError as exc:
+        raise InvalidInput(f"`{name}` must be a date between 1900 and 2199.") from exc
+    if not EARLIEST <= utc <= LATEST:
+        raise InvalidInput(f"`{name}` must be a date between 1900 and 2199.")
+    return utc
+
+
 def _optional_text(args: dict[str, Any], name: str) -> str | None:
     raw = args.get(name)
     if raw is None:
@@ -78,9 +94,9 @@ def _limit(raw: Any) -> int:
 def _around(raw: Any) -> int | None:
     if raw is None:
         return None
-    if isinstance(raw, str) and raw.strip().isdigit():
+    if isinstance(raw, str) and raw.strip().isdecimal() and len(raw.strip()) <= 19:
         raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_ID:
         raise InvalidInput("`around` is a message id (a positive whole number).")
     return raw
 
@@ -100,9 +116,9 @@ def parse_request(args: dict[str, Any], zone: ZoneInfo) -> SearchRequest:
     query = _optional_text(args, "query")
     if query is not None and len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"The query is {len(query):,} characters; keep it under {MAX_QUERY_CHARS:,}.")
-    start = _parse_moment("from", args["from"], zone, False) if args.get("from") is not None else None
-    end = _parse_moment("to", args["to"], zone, True) if args.get("to") is not None else None
-    before = _parse_moment("before", args["before"], zone, False) if args.get("before") is not None else None
+    start = _moment("from", args["from"], zone, False) if args.get("from") is not None else None
+    end = _moment("to", args["to"], zone, True) if args.get("to") is not None else None
+    before = _moment("before", args["before"], zone, False) if args.get("before") is not None else None
     if start and end and start >= end:
         raise InvalidInput("`from` is after `to`; swap them.")
     request = SearchRequest(

@@ -15,16 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound, StorageError
 from core.history import engine as sql
 from core.history.derived import DerivedIndex, IndexFailure
-from core.history.cursor import Cursor, decode, encode, fingerprint
+from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
 from core.history.ranking import NEIGHBOUR_REACH, WINDOW, rerank
 from core.history.request import Order, SearchRequest, parse_request
 from core.storage.messages import MessageStore, StoredMessage
 from core.storage.owners import Owner
+from core.storage.schema import nod_meta
 from core.text import QueryTerms, query_terms, stems, words
 
 MAX_RESULT_CHARS = 1_200
@@ -75,6 +77,17 @@ class HistorySearch:
         self._engine = engine
         self._messages = messages
         self._index = index
+        self._key: bytes | None = None
+
+    async def _signing_key(self) -> bytes:
+        """The cursor key, made with the database (migration 4) and shared by every worker."""
+        if self._key is None:
+            async with self._engine.connect() as conn:
+                found = (await conn.execute(select(nod_meta.c.value).where(nod_meta.c.key == "signing_key"))).scalar()
+            if not found:
+                raise StorageError("The database has no cursor signing key; run Nod once to migrate it.")
+            self._key = bytes.fromhex(found)
+        return self._key
 
     async def _matcher(self, terms: QueryTerms | None, snapshot: int) -> Matcher:
         """The derived index when it covers the snapshot, else the database's own index."""
@@ -93,7 +106,8 @@ class HistorySearch:
             "owner": owner.id, "thread": thread_id, "terms": terms.terms if terms else None,
             "from": request.start, "to": request.end, "before": request.before, "order": request.order.value,
         })
-        cursor = decode(request.cursor, search_print) if request.cursor else None
+        key = await self._signing_key()
+        cursor = decode(request.cursor, search_print, key) if request.cursor else None
         async with self._engine.connect() as conn:
             snap = cursor.snapshot if cursor else await sql.snapshot(conn, thread_id)
             scope = sql.Scope(thread_id, snap, request.start, request.end, request.before)
@@ -103,14 +117,20 @@ class HistorySearch:
                 page = await _page(conn, matcher, scope, request, terms, owner, offset)
             except IndexFailure:
                 page = await _page(conn, _Database(), scope, request, terms, owner, offset)
-        next_cursor = encode(Cursor(search_print, page.next_offset, snap)) if page.next_offset is not None else None
+        deep = page.next_offset is not None and page.next_offset > MAX_OFFSET
+        next_cursor = None if page.next_offset is None or deep else encode(Cursor(search_print, page.next_offset, snap), key)
         results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None)
         answer: dict[str, Any] = {
             "results": results, "totalMatches": page.total, "nextCursor": next_cursor,
-            "complete": next_cursor is None,
+            "complete": page.next_offset is None,
         }
+        notes = []
         if terms and terms.dropped:
-            answer["note"] = f"Only the first {len(terms.terms)} distinct words were searched."
+            notes.append(f"Only the first {len(terms.terms)} distinct words were searched.")
+        if deep:
+            notes.append(f"Pages end after {MAX_OFFSET:,} results; narrow the search with from and to.")
+        if notes:
+            answer["note"] = " ".join(notes)
         return answer
 
     def _terms(self, owner: Owner, request: SearchRequest) -> QueryTerms | None:
@@ -139,16 +159,20 @@ class HistorySearch:
             async with self._engine.connect() as conn:
                 near = await sql.neighbours(conn, thread_id, ids, 1)
         wanted = set(ids) | {n for pair in near.values() for n in pair if n is not None}
-        stored = await self._messages.get_many(wanted)
+        # read back and checked here, whatever an index said: only this owner's thread is shown
+        stored = {i: m for i, m in (await self._messages.get_many(wanted)).items()
+                  if m.owner_id == owner.id and m.thread_id == thread_id}
         results = []
         for message_id in ids:
+            if message_id not in stored:
+                continue
             result = _render(owner, stored[message_id], MAX_RESULT_CHARS)
             if query_stems and not query_stems & stems(stored[message_id].text):
                 result["matched_by"] = "previous message"  # found by the words just before it
             if with_neighbours:
                 before, after = near.get(message_id, (None, None))
-                result["before"] = _render(owner, stored[before], MAX_NEIGHBOUR_CHARS) if before else None
-                result["after"] = _render(owner, stored[after], MAX_NEIGHBOUR_CHARS) if after else None
+                result["before"] = _render(owner, stored[before], MAX_NEIGHBOUR_CHARS) if before in stored else None
+                result["after"] = _render(owner, stored[after], MAX_NEIGHBOUR_CHARS) if after in stored else None
             results.append(result)
         return results
 

@@ -1,26 +1,31 @@
 """The front door every channel calls with what a sender wrote.
 
-In order: a redelivery already seen is dropped; a sender who is not an owner gets the
-gate's refusal and nothing is stored; a command is answered at once without a turn; any
-other message goes to the conductor, which stores it and starts the owner's turn, whose
-reply reaches the channel later through the reply sink. The channel only translates its
-platform's message into ``Incoming`` and sends back ``Handled.answer`` when there is one.
+In order: a sender who is not an owner gets the gate's refusal and nothing is stored; a
+command is recorded (its receipt makes a redelivery do nothing, on every worker and after a
+restart) and answered without a turn; any other message goes to the conductor, which
+stores it — a redelivered one is found by its external id — and starts the owner's turn,
+whose reply reaches the channel later through the reply sink. When ``handle`` returns,
+what the sender wrote is stored, so the channel may acknowledge it; when it raises, the
+channel must not. The channel only translates its platform's message into ``Incoming``
+and sends back ``Handled.answer`` when there is one.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from core.agent.conductor import Aside, Conductor, Inbound
 from core.clock import Clock
 from core.inbox.commands import OwnerCommands, command_name
 from core.inbox.gate import Gate
-from core.inbox.recent import Recent
 from core.storage.owners import Identity, Owner
+from core.storage.receipts import Receipts
 
 log = logging.getLogger("nod.inbox")
+SLOW_COMMANDS = ("memory", "context")  # digests: a model call; nothing else waits for them
 
 
 @dataclass(frozen=True)
@@ -41,40 +46,47 @@ class Handled:
     answer: str | None = None  # to send right away: a command's answer or a refusal
     owner: Owner | None = None
     turn_started: bool = False
+    # a digest may wait for the memory model: the channel acknowledges first, then sends this
+    later: Callable[[], Awaitable[str]] | None = None
 
 
 class FrontDoor:
-    def __init__(self, gate: Gate, commands: OwnerCommands, conductor: Conductor, clock: Clock) -> None:
+    def __init__(self, gate: Gate, commands: OwnerCommands, conductor: Conductor, receipts: Receipts,
+                 clock: Clock) -> None:
         self._gate = gate
         self._commands = commands
         self._conductor = conductor
+        self._receipts = receipts
         self._clock = clock
-        self._seen = Recent(timedelta(hours=24))
+
+    async def owner_of(self, sender: Identity) -> Owner | None:
+        """The owner behind ``sender``, or None for a stranger (nothing is stored either way)."""
+        return await self._gate.owner_for(sender, None, sign_up=False)
 
     async def handle(self, incoming: Incoming) -> Handled:
-        key = (incoming.sender, incoming.external_id)
-        if incoming.external_id and self._seen.seen(key, self._clock.now()):
-            log.info("redelivery_dropped channel=%s external_id=%s", incoming.sender.channel, incoming.external_id)
-            return Handled()
-        handled = await self._handle(incoming)
-        if incoming.external_id:  # only once handled: a delivery that failed here must get through when retried
-            self._seen.remember(key, self._clock.now())
-        return handled
-
-    async def _handle(self, incoming: Incoming) -> Handled:
         sender = incoming.sender
         owner = await self._gate.owner_for(sender, incoming.display_name)
         if owner is None:
             return Handled(self._gate.refusal(sender))
         name = None if incoming.card_title or incoming.forwarded else command_name(incoming.text)
         if name is not None:
+            if incoming.external_id and not await self._receipts.first(
+                    owner.id, sender.channel, incoming.external_id, f"command:{name}", self._clock.now()):
+                log.info("command_redelivered owner=%s name=%s channel=%s", owner.id, name, sender.channel)
+                return Handled(owner=owner)
             log.info("command owner=%s name=%s channel=%s", owner.id, name, sender.channel)
+            if name in SLOW_COMMANDS:
+                return Handled(owner=owner, later=lambda: self._commands.run(owner, name))
             return Handled(await self._commands.run(owner, name), owner)
         stored = await self._conductor.receive(Inbound(
             owner, sender.channel, incoming.text, external_id=incoming.external_id, card_title=incoming.card_title,
             attachment=incoming.attachment, forwarded=incoming.forwarded, sent_at=incoming.sent_at,
             address=sender.external_id, asides=incoming.asides))
         return Handled(None, owner, stored is not None)
+
+    async def recover(self, channels: Collection[str], owner_id: int | None = None) -> int:
+        """Answer what a stopped process left unanswered on ``channels`` (see Conductor.recover)."""
+        return await self._conductor.recover(channels, owner_id)
 
     async def wait(self, owner_id: int) -> None:
         """Until the owner's turn has ended (a channel shows 'typing' meanwhile)."""

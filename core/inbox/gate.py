@@ -38,13 +38,13 @@ class Gate:
         self._refusals_sent: deque[datetime] = deque()  # when, over the last minute
         self._known: OrderedDict[Identity, tuple[Owner, datetime]] = OrderedDict()
 
-    async def owner_for(self, sender: Identity, display_name: str | None) -> Owner | None:
+    async def owner_for(self, sender: Identity, display_name: str | None, sign_up: bool = True) -> Owner | None:
         now = self._clock.now()
         cached = self._known.get(sender)
         if cached is not None and now - cached[1] < KNOWN_FOR:
             return cached[0]
         owner = await self._owners.by_identity(sender)
-        if owner is None and self._open_signup:
+        if owner is None and self._open_signup and sign_up:
             owner = await self._sign_up(sender, display_name)
         if owner is not None:
             self._known[sender] = (owner, now)

@@ -14,6 +14,7 @@ from datetime import date, datetime
 from core.errors import AlreadyExists, MemoryFull, NotFound
 from core.memory import limits
 from core.memory.codec import encode, to_json
+from core.secrets import refuse_secrets
 from core.memory.model import (
     ArchivedRecord,
     ArchiveReason,
@@ -41,8 +42,14 @@ def make_entry(
     sensitive: bool = False,
     label: str | None = None,
 ) -> Entry:
-    """A new entry with every limit checked; an over-long quote is dropped, not fatal."""
+    """A new entry with every limit checked; an over-long quote is dropped, not fatal.
+
+    Every way a note is made passes here — the memory model, reflection, the page, the
+    CLI, an import — so here every stored field is checked for secrets, the path too.
+    """
     area, slug = limits.split_path(path)
+    refuse_secrets((("path", slug.replace("-", " ")), ("text", text), ("abstract", abstract or ""),
+                    *(("quote", e.quote or "") for e in evidence)))
     return Entry(
         area=area,
         slug=slug,

@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.errors import MemoryLimitError
 from core.memory import document as ops
 from core.memory.limits import MAX_SLUG, MAX_TEXT
 from core.memory.model import AREA_TITLES, MemoryDocument, Origin
@@ -83,7 +84,12 @@ def import_answer(doc: MemoryDocument, answer: str, now: datetime) -> ImportResu
             skipped.append((preview, "already saved"))
         else:
             path = f"{candidate.area}/{_slug(candidate.text, taken, candidate.area)}"
-            doc = ops.add_entry(doc, ops.make_entry(path, candidate.text, origin=Origin.STATED, now=now))
+            try:
+                entry = ops.make_entry(path, candidate.text, origin=Origin.STATED, now=now)
+            except MemoryLimitError as exc:  # the page's and the model's rules hold for imports too
+                skipped.append((preview, str(exc).removeprefix("Not saved: ").rstrip(".")))
+                continue
+            doc = ops.add_entry(doc, entry)
             known.add(normalized(candidate.text))
             taken.add(path)
             saved.append(path)

@@ -10,6 +10,7 @@ import re
 
 from core.errors import MemoryLimitError
 from core.memory.model import AREAS
+from core.text import storable
 
 MAX_TEXT = 4_000
 MAX_ABSTRACT = 200
@@ -46,7 +47,7 @@ def split_path(path: str) -> tuple[str, str]:
 
 
 def check_text(text: str) -> str:
-    text = text.strip()
+    text = storable(text).strip()
     if not text:
         raise MemoryLimitError("A memory entry needs a text.")
     if len(text) > MAX_TEXT:
@@ -59,7 +60,7 @@ def check_text(text: str) -> str:
 def check_abstract(abstract: str | None) -> str | None:
     if abstract is None:
         return None
-    abstract = abstract.strip()
+    abstract = storable(abstract).strip()
     if not abstract:
         return None
     if "\n" in abstract or "\r" in abstract:

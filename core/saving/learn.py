@@ -28,6 +28,7 @@ from core.agent.gateway import Gateway
 from core.agent.tools import TurnContext, TurnOrigin
 from core.clock import Clock
 from core.errors import ConfigError, InvalidInput, ModelError, UnreadableAnswer
+from core.history.cursor import MAX_ID
 from core.memory import document as ops
 from core.memory.model import MemoryDocument, Origin
 from core.memory.render import index_lines
@@ -40,6 +41,7 @@ log = logging.getLogger("nod.saving")
 EARLIER = 10
 MAX_SOURCE_CHARS = 4_000
 LEARN_ORIGINS = (TurnOrigin.OWNER_MESSAGE, TurnOrigin.TASK)
+MAX_NAMED = 50
 _DATE = {"type": ["string", "null"]}
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -112,8 +114,9 @@ class Learner:
         if not ctx.owner.settings.saving_enabled:
             return {"error": "Saving is off for this owner; nothing was saved."}
         named = args.get("message_ids") or []
-        if not isinstance(named, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in named):
-            return {"error": "message_ids must be a list of message ids; nothing was saved."}
+        if not isinstance(named, list) or len(named) > MAX_NAMED or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 < i <= MAX_ID for i in named):
+            return {"error": f"message_ids must be a list of at most {MAX_NAMED} message ids; nothing was saved."}
         current = await self._messages.get(ctx.request_id)
         if current is None or current.forwarded:  # someone else's words may not start a save
             return {"error": "The current message is forwarded or quoted text, not the owner's words; nothing was saved."}

@@ -11,6 +11,10 @@ into seconds. So every write transaction goes through ``writing(engine)``: on SQ
 queues behind an asyncio lock per engine and begins ``IMMEDIATE``, taking SQLite's write
 lock up front (another *process* still waits on the busy timeout); on PostgreSQL it is
 ``engine.begin()``, whose row locks need no help.
+
+Both engines hide statement parameters (``hide_parameters``): a failing statement's error
+names the SQL but never the values bound to it, which are message texts and notes — a
+locked database or a full disk must not put "my password is …" in a log.
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from core.errors import ConfigError
+from core.errors import ConfigError, StorageError
 
 DEFAULT_URL = "sqlite+aiosqlite:///nod.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -100,6 +105,34 @@ async def writing(engine: AsyncEngine, single_statement: bool = False) -> AsyncI
             yield conn
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The database file behind a SQLite URL, or None (PostgreSQL, in-memory)."""
+    prefix = "sqlite+aiosqlite:///"
+    if not url.startswith(prefix) or url.endswith(":memory:") or len(url) == len(prefix):
+        return None
+    return Path(url[len(prefix):].split("?", 1)[0])
+
+
+def describe(url: str) -> str:
+    """The database as an operator knows it: the SQLite file, or host and name, never a password."""
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - a malformed URL is reported elsewhere
+        return "the database"
+    if parsed.drivername.startswith("sqlite"):
+        return f"the SQLite file {parsed.database}" if parsed.database else "the in-memory SQLite database"
+    return f"the PostgreSQL database {parsed.database} on {parsed.host or 'localhost'}"
+
+
+def storage_error(exc: BaseException, url: str) -> StorageError:
+    """A driver's failure as one sentence that names the database and the driver's reason.
+
+    Only the driver's own message is kept (``orig``): SQLAlchemy's wrapper adds the SQL.
+    """
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StorageError(f"{describe(url).capitalize()} failed: {reason.rstrip('.')}.")
+
+
 def create_engine(url: str = DEFAULT_URL, *, pool_size: int = 5) -> AsyncEngine:
     """An engine for ``url``; only the two supported async drivers are accepted."""
     try:
@@ -108,12 +141,12 @@ def create_engine(url: str = DEFAULT_URL, *, pool_size: int = 5) -> AsyncEngine:
         raise ConfigError(f"NOD_DATABASE_URL is not a database URL: {url!r}.") from exc
     driver = parsed.drivername
     if driver == "sqlite+aiosqlite":
-        engine = create_async_engine(parsed, pool_reset_on_return=None)  # reads hold no transaction
+        engine = create_async_engine(parsed, pool_reset_on_return=None, hide_parameters=True)  # reads hold no transaction
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
     if driver == "postgresql+asyncpg":
-        return create_async_engine(parsed, pool_size=pool_size, max_overflow=pool_size * 2)
+        return create_async_engine(parsed, pool_size=pool_size, max_overflow=pool_size * 2, hide_parameters=True)
     raise ConfigError(
         "NOD_DATABASE_URL must start with sqlite+aiosqlite:// or postgresql+asyncpg://, "
         f"not {driver}://."

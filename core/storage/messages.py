@@ -3,8 +3,14 @@
 Appending is idempotent on (owner, channel, external id): a redelivered webhook or a
 re-run import returns the message already stored instead of a second copy. A message is
 checked for secrets as it is written, so every later reader (memory, reflection) can
-skip it without looking again. ``/reset`` ends the active thread and opens a new one;
-the old one stays stored but is no longer the conversation.
+skip it without looking again. Its text is made storable first (``core.text.storable``:
+no NUL, no lone surrogate), so both backends store the same text. ``/reset`` ends the
+active thread and opens a new one; the old one stays stored but is no longer the
+conversation.
+
+An owner's request is stored ``awaiting`` its answer. The reply is stored and the
+request settled in one transaction (``answer``), so after a crash ``awaiting_requests``
+names exactly the requests no turn finished, and a request is never answered twice.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
@@ -26,9 +32,12 @@ from core.storage.database import writing
 from core.clock import Clock
 from core.errors import InvalidInput
 from core.secrets import contains_secret
-from core.storage.schema import messages, threads
+from core.storage.schema import messages, owners, threads
+from core.text import storable
 
 IMPORT_BATCH = 1_000
+EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
 log = logging.getLogger("nod.messages")
 
 
@@ -50,6 +59,8 @@ class NewMessage:
     attachment: bool = False
     forwarded: bool = False
     origin: str | None = None
+    address: str | None = None  # who on the channel sent it: the reply goes there
+    awaiting: bool = False  # an owner request whose turn has not answered yet
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,8 @@ class StoredMessage:
     forwarded: bool
     secret: bool
     origin: str | None
+    address: str | None = None
+    awaiting: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,25 +103,32 @@ def _stored(row: Any) -> StoredMessage:
         forwarded=bool(row.forwarded),
         secret=bool(row.secret),
         origin=row.origin,
+        address=row.address,
+        awaiting=bool(row.awaiting),
     )
 
 
 def _row_values(message: NewMessage, thread_id: int) -> dict[str, Any]:
     if message.sent_at.tzinfo is None:
         raise InvalidInput("A message's sent time needs a time zone.")
+    if not EARLIEST <= message.sent_at < LATEST:
+        raise InvalidInput("A message's sent time must be between the years 1900 and 2199.")
+    text = storable(message.text)
     return {
         "owner_id": message.owner_id,
         "thread_id": thread_id,
         "role": message.role.value,
-        "text": message.text,
+        "text": text,
         "sent_at": message.sent_at,
         "channel": message.channel,
         "external_id": message.external_id,
         "card_title": message.card_title,
         "attachment": message.attachment,
         "forwarded": message.forwarded,
-        "secret": contains_secret(message.text),
+        "secret": contains_secret(text),
         "origin": message.origin,
+        "address": message.address,
+        "awaiting": message.awaiting,
     }
 
 
@@ -152,6 +172,11 @@ class MessageStore:
         """End the active thread and open a new one; return the new thread's id."""
         now = self._clock.now()
         async with writing(self._engine) as conn:
+            if conn.dialect.name == "postgresql":  # two resets at once: the second waits, then ends the first's thread
+                await conn.execute(select(owners.c.id).where(owners.c.id == owner_id).with_for_update())
+            await conn.execute(
+                update(messages).where(and_(messages.c.owner_id == owner_id, messages.c.awaiting)).values(awaiting=False)
+            )
             await conn.execute(
                 update(threads)
                 .where(and_(threads.c.owner_id == owner_id, threads.c.ended_at.is_(None)))
@@ -215,6 +240,47 @@ class MessageStore:
             stored.owner_id, stored.id, stored.role.value, stored.channel, stored.secret,
         )
         return Appended(stored, created=True)
+
+    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage:
+        """Store ``reply`` and settle every request of the owner up to ``request_id``, at once.
+
+        A restarted turn answers the messages before its own too: they were in its view.
+        """
+        values = _row_values(reply, await self.active_thread(owner_id))
+        async with writing(self._engine) as conn:
+            row = (await conn.execute(insert(messages).values(**values).returning(*messages.c))).one()
+            await conn.execute(self._settling(owner_id, request_id))
+        stored = _stored(row)
+        log.info("message_stored owner=%s message=%s role=%s channel=%s answers=%s",
+                 owner_id, stored.id, stored.role.value, stored.channel, request_id)
+        return stored
+
+    @staticmethod
+    def _settling(owner_id: int, up_to: int | None) -> Any:
+        condition = and_(messages.c.owner_id == owner_id, messages.c.awaiting)
+        if up_to is not None:
+            condition = and_(condition, messages.c.id <= up_to)
+        return update(messages).where(condition).values(awaiting=False)
+
+    async def settle(self, owner_id: int, up_to: int | None = None) -> None:
+        """The owner's requests up to ``up_to`` (all when None) need no answer any more."""
+        async with writing(self._engine) as conn:
+            await conn.execute(self._settling(owner_id, up_to))
+
+    async def is_awaiting(self, message_id: int) -> bool:
+        async with self._engine.connect() as conn:
+            found = (await conn.execute(select(messages.c.awaiting).where(messages.c.id == message_id))).scalar()
+        return bool(found)
+
+    async def awaiting_requests(self) -> list[StoredMessage]:
+        """Each owner's newest request that no turn has answered, oldest owner first."""
+        query = select(messages).where(messages.c.awaiting).order_by(messages.c.owner_id, messages.c.id)
+        async with self._engine.connect() as conn:
+            rows = [_stored(r) for r in (await conn.execute(query)).all()]
+        newest: dict[int, StoredMessage] = {}
+        for message in rows:
+            newest[message.owner_id] = message
+        return list(newest.values())
 
     async def append_many(self, owner_id: int, batch: Sequence[NewMessage]) -> int:
         """Store a batch in the active thread in one transaction; return how many were new."""

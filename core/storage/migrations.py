@@ -207,10 +207,55 @@ _POSTGRESQL_3 = (
         FOR EACH ROW WHEN (NEW.role <> 'tool') EXECUTE FUNCTION nod_search_context()""",
 )
 
+# Reliability (migration 4). nod_meta holds this database's identity (a derived index
+# records it, so an index made for another or a restored database is rebuilt), the key
+# that signs search cursors, and the row /healthz writes to. A message knows who on its
+# channel sent it (the reply goes there, also after a restart) and whether it still
+# awaits its turn's answer: a partial index keeps those few rows a cheap scan at start.
+# receipts make a command's delivery idempotent the way a message's external id does.
+_RELIABILITY = (
+    "CREATE TABLE nod_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "ALTER TABLE messages ADD COLUMN address TEXT",
+    # SQLite uses a partial index only for a query whose WHERE repeats the index's own
+    # term, and SQLAlchemy writes a boolean test there as "awaiting = 1"
+    "CREATE INDEX messages_awaiting ON messages (owner_id, id) WHERE awaiting {true}",
+    """CREATE TABLE receipts (
+        owner_id INTEGER NOT NULL REFERENCES owners(id),
+        channel TEXT NOT NULL,
+        external_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        received_at {time} NOT NULL,
+        PRIMARY KEY (owner_id, channel, external_id))""",
+)
+_SQLITE_4 = (
+    _RELIABILITY[0],
+    _RELIABILITY[1],
+    "ALTER TABLE messages ADD COLUMN awaiting BOOLEAN NOT NULL DEFAULT 0",
+    _RELIABILITY[2].format(true="= 1"),
+    _RELIABILITY[3].format(time="DATETIME"),
+    "INSERT INTO nod_meta (key, value) VALUES ('instance', lower(hex(randomblob(16))))",
+    "INSERT INTO nod_meta (key, value) VALUES ('signing_key', lower(hex(randomblob(32))))",
+    "INSERT INTO nod_meta (key, value) VALUES ('health', '')",
+)
+# gen_random_uuid() is built in since PostgreSQL 13 and draws from pg_strong_random().
+_POSTGRESQL_4 = (
+    _RELIABILITY[0],
+    _RELIABILITY[1],
+    "ALTER TABLE messages ADD COLUMN awaiting BOOLEAN NOT NULL DEFAULT FALSE",
+    _RELIABILITY[2].format(true=""),
+    _RELIABILITY[3].format(time="TIMESTAMPTZ"),
+    "INSERT INTO nod_meta (key, value) VALUES ('instance', replace(gen_random_uuid()::text, '-', ''))",
+    """INSERT INTO nod_meta (key, value) VALUES ('signing_key',
+        replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))""",
+    "INSERT INTO nod_meta (key, value) VALUES ('health', '')",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
     Migration(3, "search by a message's words and its neighbours'", _SQLITE_3, _POSTGRESQL_3),
+    Migration(4, "database identity, signing key, health; reply addresses, awaiting turns, receipts",
+              _SQLITE_4, _POSTGRESQL_4),
 )
 
 _LEDGER = (

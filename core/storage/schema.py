@@ -95,6 +95,25 @@ messages = Table(
     Column("forwarded", Boolean, nullable=False),
     Column("secret", Boolean, nullable=False),
     Column("origin", String),
+    Column("address", String),
+    Column("awaiting", Boolean, nullable=False, default=False),
+)
+
+nod_meta = Table(
+    "nod_meta",
+    metadata,
+    Column("key", String, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+receipts = Table(
+    "receipts",
+    metadata,
+    Column("owner_id", Integer, ForeignKey("owners.id"), primary_key=True),
+    Column("channel", String, primary_key=True),
+    Column("external_id", String, primary_key=True),
+    Column("kind", String, nullable=False),
+    Column("received_at", UTCDateTime(), nullable=False),
 )
 
 objects = Table(

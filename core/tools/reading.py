@@ -46,6 +46,9 @@ class ReadTools:
         except NodError as exc:
             log.info("tool_refused owner=%s tool=%s reason=%s", owner.id, name, type(exc).__name__)
             return {"error": str(exc)}
+        except Exception:  # a bug or a database failure still ends as a result, never a crash of the caller
+            log.exception("tool_failed owner=%s tool=%s", owner.id, name)
+            return {"error": f"{name} failed unexpectedly; try again or another way."}
 
     async def _memory_read(self, owner: Owner, args: dict[str, Any]) -> dict[str, Any]:
         doc = (await self.memory.load(owner.id)).document

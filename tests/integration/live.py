@@ -67,7 +67,7 @@ async def make_live(tmp_path: Path, model: FakeModelServer, telegram: tg.FakeTel
         await nod.svc.owners.link(nod.owner.id, Identity("whatsapp", MAYA_WHATSAPP))
         settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **values)
         async with channels(settings, nod.svc) as running:
-            runner, port = await serve(build_app(nod.svc.engine, running.webhooks))
+            runner, port = await serve(build_app(nod.svc.health.problem, running.webhooks))
             await running.start()
             try:
                 async with aiohttp.ClientSession() as http:
