@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from adapters.telegram.channel import RETRY_S as TELEGRAM_RETRY_S
 from adapters.telegram.channel import TelegramChannel, TelegramConfig
 from adapters.web.app import Handler
 from adapters.whatsapp.channel import PATH as WHATSAPP_PATH
@@ -48,12 +49,12 @@ class Channels:
             self.whatsapp.start(self.front)
 
 
-def _telegram(settings: Settings) -> TelegramChannel | None:
+def _telegram(settings: Settings, retry_s: tuple[float, ...]) -> TelegramChannel | None:
     if not settings.telegram_bot_token:
         return None
     return TelegramChannel(TelegramConfig(
         settings.telegram_bot_token, settings.telegram_api_base_url or DEFAULT_TELEGRAM_API,
-        settings.telegram_webhook_url, settings.telegram_webhook_secret))
+        settings.telegram_webhook_url, settings.telegram_webhook_secret, retry_s))
 
 
 def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
@@ -66,9 +67,13 @@ def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
 
 
 @asynccontextmanager
-async def channels(settings: Settings, svc: Services) -> AsyncIterator[Channels]:
-    """The configured channels around one front door; stopped in reverse on the way out."""
-    telegram, whatsapp = _telegram(settings), _whatsapp(settings)
+async def channels(settings: Settings, svc: Services,
+                   telegram_retry_s: tuple[float, ...] = TELEGRAM_RETRY_S) -> AsyncIterator[Channels]:
+    """The configured channels around one front door; stopped in reverse on the way out.
+
+    ``telegram_retry_s``: the pauses after a failed poll (tests make them short).
+    """
+    telegram, whatsapp = _telegram(settings, telegram_retry_s), _whatsapp(settings)
     sinks: dict[str, ReplySink] = {}
     if telegram is not None:
         sinks["telegram"] = telegram.sender

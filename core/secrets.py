@@ -21,8 +21,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from core.errors import SecretRefused
 
-# a run of digits with up to two separator characters between them; _has_card reads the groups
-_CARD = re.compile(r"(?<!\d)\d(?:[\s.\-_/\\·\u2010-\u2015\u2212]{0,2}\d)+(?!\d)")
+# a run of digits with up to three separator characters (" – ") between them; _has_card reads the groups
+_CARD = re.compile(r"(?<!\d)\d(?:[\s.\-_/\\·\u2010-\u2015\u2212]{0,3}\d)+(?!\d)")
 _NON_DIGITS = re.compile(r"\D+")
 _PROVIDER_KEYS = re.compile(
     r"""(?x)

@@ -81,3 +81,14 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
         yield engine
     finally:
         await engine.dispose()
+
+
+@pytest.fixture
+async def postgres_url() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database for tests that need several workers on one server."""
+    _skip_or_fail_without_postgres()
+    url = await fresh_postgres_url()
+    try:
+        yield url
+    finally:
+        await drop_postgres_database(url)

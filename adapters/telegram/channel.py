@@ -168,7 +168,8 @@ class TelegramChannel:
     def _parse(self, body: bytes) -> Update | None:
         try:
             data = json.loads(body)
-            update = Update.de_json(data, self._bot) if isinstance(data, dict) else None
+            wellformed = isinstance(data, dict) and type(data.get("update_id")) is int
+            update = Update.de_json(data, self._bot) if wellformed else None
         except Exception as exc:  # noqa: BLE001 - any malformed body is the sender's error: 400
             log.warning("telegram_webhook_malformed error=%s", type(exc).__name__)
             return None

@@ -113,15 +113,21 @@ def sqlite_file(url: str) -> Path | None:
     return Path(url[len(prefix):].split("?", 1)[0])
 
 
-def describe(url: str) -> str:
-    """The database as an operator knows it: the SQLite file, or host and name, never a password."""
+def describe(url: str, first: bool = False) -> str:
+    """The database as an operator knows it: the SQLite file, or host and name, never a password.
+
+    ``first``: the words start a sentence.
+    """
     try:
         parsed = make_url(url)
     except Exception:  # noqa: BLE001 - a malformed URL is reported elsewhere
-        return "the database"
-    if parsed.drivername.startswith("sqlite"):
-        return f"the SQLite file {parsed.database}" if parsed.database else "the in-memory SQLite database"
-    return f"the PostgreSQL database {parsed.database} on {parsed.host or 'localhost'}"
+        named = "the database"
+    else:
+        if parsed.drivername.startswith("sqlite"):
+            named = f"the SQLite file {parsed.database}" if parsed.database else "the in-memory SQLite database"
+        else:
+            named = f"the PostgreSQL database {parsed.database} on {parsed.host or 'localhost'}"
+    return "T" + named[1:] if first else named
 
 
 def storage_error(exc: BaseException, url: str) -> StorageError:
@@ -130,7 +136,7 @@ def storage_error(exc: BaseException, url: str) -> StorageError:
     Only the driver's own message is kept (``orig``): SQLAlchemy's wrapper adds the SQL.
     """
     reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return StorageError(f"{describe(url).capitalize()} failed: {reason.rstrip('.')}.")
+    return StorageError(f"{describe(url, first=True)} failed: {reason.rstrip('.')}.")
 
 
 def create_engine(url: str = DEFAULT_URL, *, pool_size: int = 5) -> AsyncEngine:

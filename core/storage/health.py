@@ -43,9 +43,9 @@ class DatabaseHealth:
         if self._file is not None and self._opened is not None:
             now = _identity(self._file)
             if now is None:
-                return f"{describe(self._url).capitalize()} is gone; restore it and restart Nod."
+                return f"{describe(self._url, first=True)} is gone; restore it and restart Nod."
             if now != self._opened:
-                return f"{describe(self._url).capitalize()} was replaced while Nod ran; restart Nod."
+                return f"{describe(self._url, first=True)} was replaced while Nod ran; restart Nod."
         try:
             async with writing(self._engine, single_statement=True) as conn:
                 stamp = update(nod_meta).where(nod_meta.c.key == "health").values(value=self._clock.now().isoformat())

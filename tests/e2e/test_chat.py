@@ -54,6 +54,17 @@ async def test_chat_without_a_model_still_starts_and_says_how_to_configure_one(t
     assert "NOD_AGENT_MODEL" in out and out.count("no model is configured") == 1
 
 
+async def test_a_line_that_is_not_utf8_gets_a_sentence_and_the_chat_goes_on(tmp_path: Path) -> None:
+    assert nod(tmp_path, "owners", "add", "ana").returncode == 0
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "chat", "--owner", "ana", cwd=tmp_path, env=_env(tmp_path),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(b"caf\xe9 latin-1\n/help\n"), 60)
+    assert process.returncode == 0 and b"Traceback" not in err
+    blocks = [b for b in out.decode().split("\n\n") if b.strip()]
+    assert blocks[0] == "That line is not UTF-8 text, so I skipped it." and blocks[1].startswith("I'm Nod")
+
+
 def test_owners_set_changes_the_spending_limit(tmp_path: Path) -> None:
     assert nod(tmp_path, "owners", "add", "ana").returncode == 0
     assert "$2.50 a month" in nod(tmp_path, "owners", "set", "ana", "--spending-limit", "2.5").stdout

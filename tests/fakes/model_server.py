@@ -53,6 +53,7 @@ class FakeModelServer:
     runner: web.AppRunner | None = None
     port: int = 0
     sleeping: set[asyncio.Future[None]] = field(default_factory=set)
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def base_url(self) -> str:
@@ -63,6 +64,15 @@ class FakeModelServer:
 
     def calls(self, purpose: str = "chat") -> list[dict[str, Any]]:
         return [r for r in self.requests if purpose_of(r) == purpose]
+
+    async def wait_for_calls(self, count: int, purpose: str = "chat", timeout: float = 15.0) -> list[dict[str, Any]]:
+        """Until ``count`` requests of ``purpose`` arrived (woken by each arrival), or TimeoutError."""
+        async def enough() -> None:
+            while len(self.calls(purpose)) < count:
+                self._arrived.clear()
+                await self._arrived.wait()
+        await asyncio.wait_for(enough(), timeout)
+        return self.calls(purpose)
 
     async def start(self) -> FakeModelServer:
         app = web.Application()
@@ -84,6 +94,7 @@ class FakeModelServer:
     async def _complete(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
+        self._arrived.set()
         queue = self.queues.get((body.get("model", ""), purpose_of(body)))
         answer = queue.popleft() if queue else Answer(content=UNSCRIPTED)
         if answer.delay_s:

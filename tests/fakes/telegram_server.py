@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,8 @@ class FakeTelegramServer:
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
     _runner: web.AppRunner | None = None
     port: int = 0
+    # awaited with each getUpdates offset before answering: a test checks what is stored by then
+    before_poll: Callable[[int], Awaitable[None]] | None = None
 
     @property
     def base_url(self) -> str:
@@ -97,7 +101,10 @@ class FakeTelegramServer:
             return {"id": BOT_ID, "is_bot": True, "first_name": "Nod", "username": "NodTestBot",
                     "can_join_groups": False, "can_read_all_group_messages": False, "supports_inline_queries": False}
         if method == "getUpdates":
-            return await self._poll(int(params.get("offset", 0) or 0))
+            offset = int(params.get("offset", 0) or 0)
+            if self.before_poll is not None:
+                await self.before_poll(offset)
+            return await self._poll(offset)
         if method == "sendMessage":
             chat = {"id": int(params["chat_id"]), "type": "private", "first_name": "Owner"}
             message = {"message_id": next(self._ids), "date": 1_764_750_000, "chat": chat, "text": params["text"]}
@@ -128,7 +135,7 @@ def message_update(update_id: int, user_id: int, text: str | None = None, *, cha
                    **extra: Any) -> dict[str, Any]:
     """An update carrying a message; ``extra`` adds fields (caption, photo, forward_origin…)."""
     message: dict[str, Any] = {
-        "message_id": update_id, "date": 1_764_750_000, "chat": _chat(user_id, chat_type),
+        "message_id": update_id, "date": int(time.time()), "chat": _chat(user_id, chat_type),
         "from": {"id": user_id, "is_bot": False, "first_name": "Maya"},
     }
     if text is not None:

@@ -15,6 +15,7 @@ from bot.settings import Settings
 from bot.wiring import Services, services
 from core.agent.conductor import Conductor, Inbound
 from core.clock import FixedClock
+from core.errors import AlreadyExists
 from core.replies import Reply
 from core.storage.owners import Identity, Owner
 from core.storage.schema import usage as usage_table
@@ -63,7 +64,10 @@ async def make_harness(tmp_path: Path, server: FakeModelServer, **overrides: Any
     }
     settings = Settings(**{**values, **overrides})
     async with services(settings, FixedClock(START)) as svc:
-        owner = await svc.owners.add("Maya", "Europe/Lisbon", (), START)
+        try:
+            owner = await svc.owners.add("Maya", "Europe/Lisbon", (), START)
+        except AlreadyExists:  # a second worker on the same database, or a restart
+            owner = await svc.owners.by_name("Maya")
         sink = Sink()
         conductor = svc.conductor(sink)
         try:

@@ -53,6 +53,7 @@ class Live:
 
 async def make_live(tmp_path: Path, model: FakeModelServer, telegram: tg.FakeTelegramServer,
                     twilio: tw.FakeTwilioServer, webhook: bool = True, **overrides: Any) -> AsyncIterator[Live]:
+    """Nod with both channels; ``database_url`` in ``overrides`` picks another database than a SQLite file."""
     values: dict[str, Any] = {
         "telegram_bot_token": tg.TOKEN, "telegram_api_base_url": telegram.base_url,
         "telegram_webhook_url": "https://nod.example.org/webhooks/telegram" if webhook else None,
@@ -63,10 +64,11 @@ async def make_live(tmp_path: Path, model: FakeModelServer, telegram: tg.FakeTel
     }
     values.update(overrides)
     async for nod in make_harness(tmp_path, model, **values):
-        await nod.svc.owners.link(nod.owner.id, Identity("telegram", str(MAYA_TELEGRAM)))
-        await nod.svc.owners.link(nod.owner.id, Identity("whatsapp", MAYA_WHATSAPP))
-        settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **values)
-        async with channels(settings, nod.svc) as running:
+        if not await nod.svc.owners.identities(nod.owner.id):  # a second worker finds them linked
+            await nod.svc.owners.link(nod.owner.id, Identity("telegram", str(MAYA_TELEGRAM)))
+            await nod.svc.owners.link(nod.owner.id, Identity("whatsapp", MAYA_WHATSAPP))
+        settings = Settings(**{"database_url": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **values})
+        async with channels(settings, nod.svc, telegram_retry_s=(0.05,)) as running:
             runner, port = await serve(build_app(nod.svc.health.problem, running.webhooks))
             await running.start()
             try:

@@ -1,0 +1,160 @@
+"""history_search against hostile state and hostile input (issue 14: findings 1, 3 and 9).
+
+A derived index left beside a restored or replaced database, cursors forged by a model,
+and numbers and dates no engine can take: none of it may show one owner's words to
+another, abort the process or end in anything but a sentence.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.clock import SystemClock
+from core.history.derived import DerivedIndex
+from core.history.search import HistorySearch
+from core.storage.database import create_engine
+from core.storage.memory_store import MemoryStore
+from core.storage.messages import MessageStore, NewMessage, Role
+from core.storage.migrations import migrate
+from core.storage.objects import ObjectStore
+from core.storage.owners import Owner, OwnerStore
+from core.tools.reading import ReadTools
+
+T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
+
+
+async def _open(db: Path) -> tuple[AsyncEngine, MessageStore, HistorySearch]:
+    engine = create_engine(f"sqlite+aiosqlite:///{db}")
+    await migrate(engine)
+    store = MessageStore(engine, SystemClock())
+    return engine, store, HistorySearch(engine, store, DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine))
+
+
+async def _say(store: MessageStore, owner: Owner, texts: list[str]) -> list[int]:
+    ids = []
+    for n, words in enumerate(texts):
+        stored = await store.append(NewMessage(owner.id, Role.OWNER, words, "t", T0 + timedelta(minutes=n)))
+        ids.append(stored.message.id)
+    return ids
+
+
+def _remove(db: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+
+
+def _texts(answer: dict) -> list[str]:  # type: ignore[type-arg]
+    shown = [r["text"] for r in answer["results"]]
+    shown += [n["text"] for r in answer["results"] for n in (r.get("before"), r.get("after")) if n]
+    return shown
+
+
+async def test_a_replaced_database_rebuilds_its_index_and_shows_no_other_owners_words(tmp_path: Path) -> None:
+    db = tmp_path / "nod.db"
+    engine, store, search = await _open(db)
+    ana = await OwnerStore(engine).add("ana", "UTC", (), T0)
+    await _say(store, ana, ["the lighthouse code is under the mat", "lighthouse keys with Rui", "lighthouse at dawn"])
+    assert (await search.search(ana, {"query": "lighthouse"}))["totalMatches"] == 3  # the index now holds them
+    await engine.dispose()
+    _remove(db)  # the database goes; nod.db.search/ stays
+    engine, store, search = await _open(db)
+    owners = OwnerStore(engine)
+    bo, cleo = await owners.add("bo", "UTC", (), T0), await owners.add("cleo", "UTC", (), T0)
+    await _say(store, bo, ["my lighthouse trip was lovely"])
+    await _say(store, cleo, ["cleo's private lighthouse diary", "cleo's lighthouse plans"])
+    answer = await search.search(bo, {"query": "lighthouse"})
+    assert _texts(answer) == ["my lighthouse trip was lovely"] and answer["totalMatches"] == 1
+    answer = await search.search(cleo, {"query": "lighthouse"})
+    assert set(_texts(answer)) == {"cleo's lighthouse plans", "cleo's private lighthouse diary"}
+    await engine.dispose()
+
+
+async def test_a_database_restored_from_a_backup_is_caught_by_the_digest_of_its_last_row(tmp_path: Path) -> None:
+    db = tmp_path / "nod.db"
+    engine, store, search = await _open(db)
+    owners = OwnerStore(engine)
+    ana, bo = await owners.add("ana", "UTC", (), T0), await owners.add("bo", "UTC", (), T0)
+    await _say(store, ana, ["harbour walk"])
+    await engine.dispose()
+    shutil.copy(db, tmp_path / "backup.db")  # same database, same identity, one message
+    engine, store, search = await _open(db)
+    await _say(store, ana, ["harbour secret: the safe opens with 1975", "harbour lunch"])
+    assert (await search.search(ana, {"query": "harbour"}))["totalMatches"] == 3
+    await engine.dispose()
+    _remove(db)
+    shutil.copy(tmp_path / "backup.db", db)  # restored: ids 2 and 3 will be written again
+    engine, store, search = await _open(db)
+    await _say(store, bo, ["bo's harbour photos", "bo's harbour boat"])
+    answer = await search.search(bo, {"query": "harbour"})
+    assert set(_texts(answer)) == {"bo's harbour boat", "bo's harbour photos"}
+    assert all("1975" not in t for t in _texts(await search.search(ana, {"query": "harbour safe"})))
+    await engine.dispose()
+
+
+async def _paged(tmp_path: Path) -> tuple[AsyncEngine, ReadTools, Owner, dict]:  # type: ignore[type-arg]
+    engine, store, search = await _open(tmp_path / "nod.db")
+    owner = await OwnerStore(engine).add("ana", "UTC", (), T0)
+    await _say(store, owner, [f"boat trip number {n}" for n in range(15)])
+    tools = ReadTools(MemoryStore(ObjectStore(engine), SystemClock()), store, search)
+    first = await tools.run(owner, "history_search", {"query": "boat", "limit": 5})
+    assert first["nextCursor"]
+    return engine, tools, owner, first
+
+
+def _forge(cursor: str, **changes: int) -> str:
+    body, _, signature = cursor.partition(".")
+    data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    data.update({"o" if k == "offset" else "s": v for k, v in changes.items()})
+    raw = base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+    return f"{raw}.{signature}"
+
+
+async def test_a_forged_cursor_is_refused_with_a_sentence(tmp_path: Path) -> None:
+    engine, tools, owner, first = await _paged(tmp_path)
+    second = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": first["nextCursor"]})
+    assert len(second["results"]) == 5  # a real cursor pages on
+    for forged in (_forge(first["nextCursor"], offset=2**40), _forge(first["nextCursor"], snapshot=2**63),
+                   _forge(first["nextCursor"], offset=6), first["nextCursor"].split(".")[0], "!!", "a.b.c"):
+        result = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": forged})
+        assert result == {"error": "That cursor is not one history_search returned; search again without it."}
+    await engine.dispose()
+
+
+async def test_a_validly_signed_cursor_still_cannot_ask_for_an_unbounded_offset(tmp_path: Path) -> None:
+    from core.history.cursor import Cursor, encode, fingerprint  # as if the key had leaked
+
+    engine, tools, owner, first = await _paged(tmp_path)
+    async with engine.connect() as conn:
+        key = bytes.fromhex((await conn.execute(text("SELECT value FROM nod_meta WHERE key = 'signing_key'"))).scalar_one())
+    body = first["nextCursor"].split(".")[0]
+    printed = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))["f"]
+    for offset in (2**40, 10_001):
+        token = encode(Cursor(printed, offset, 2**30), key)
+        result = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": token})
+        assert "error" in result and "cursor" in result["error"]
+    assert fingerprint({}) != printed
+    await engine.dispose()
+
+
+@pytest.mark.parametrize("args", [
+    {"query": "boat", "to": "9999-12-31"}, {"query": "boat", "from": "0001-01-01"},
+    {"query": "boat", "before": "9999-12-31T23:59:59"}, {"around": 2**63}, {"around": "9" * 30},
+    {"around": -1}, {"query": "boat", "limit": 2**70}, {"query": "boat", "limit": "10"},
+    {"query": "boat", "from": "2025-13-01"}, {"query": "x" * 20_000},
+])
+async def test_numbers_and_dates_no_engine_can_take_are_a_sentence(tmp_path: Path, args: dict) -> None:  # type: ignore[type-arg]
+    engine, store, search = await _open(tmp_path / "nod.db")
+    owner = await OwnerStore(engine).add("ana", "UTC", (), T0)
+    await _say(store, owner, ["boat"])
+    tools = ReadTools(MemoryStore(ObjectStore(engine), SystemClock()), store, search)
+    result = await tools.run(owner, "history_search", args)
+    assert set(result) == {"error"} and result["error"].endswith(".") and "unexpected" not in result["error"]
+    await engine.dispose()
