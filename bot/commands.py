@@ -17,8 +17,9 @@ from core.memory.codec import to_json
 from core.memory.importer import ImportResult, import_answer
 from core.memory.model import MemoryDocument, Origin
 from core.memory.render import label_of, render_export
-from core.storage.messages import IMPORT_BATCH, NewMessage, Role
-from core.storage.owners import Identity
+from core.message import NewMessage, Role
+from core.storage.message_store import IMPORT_BATCH
+from core.owner import Identity
 
 IMPORT_CHANNEL = "import"
 

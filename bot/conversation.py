@@ -51,7 +51,7 @@ async def owners_set(svc: Services, name: str, spending_limit: str | None, tz: s
             limit = -1.0
         if not limit > 0:
             raise InvalidInput(f"--spending-limit is a positive amount in US dollars or 'default', not {spending_limit!r}.")
-    await svc.owners.set_settings(owner.id, replace(owner.settings, spending_limit_usd=limit))
+    await svc.owners.update_settings(owner.id, lambda now: replace(now, spending_limit_usd=limit))
     shown = "the default" if limit is None else f"${limit:.2f} a month"
     return f"{owner.name}'s spending limit is now {shown}."
 

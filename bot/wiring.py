@@ -26,7 +26,7 @@ from core.agent.model import ChatModel
 from core.agent.spending import Spending
 from core.agent.tools import TurnTools
 from core.agent.turn import TurnDeps
-from core.agent.usage import PriceTable, UsageStore
+from core.agent.usage import PriceTable, UsageLedger
 from core.clock import Clock, SystemClock
 from core.evidence.check import ReplyChecker
 from core.evidence.selection import Selector
@@ -38,13 +38,16 @@ from core.saving.personal import ManagePersonalContext
 from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.storage.database import create_engine, storage_error
+from core.storage.fulltext import FullText
+from core.storage.meta import MetaKeys
+from core.storage.usage_store import UsageStore
 from core.storage.health import DatabaseHealth
 from core.storage.locks import DatabaseLocks
 from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore
+from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
-from core.storage.owners import OwnerStore
+from core.storage.owner_store import OwnerStore
 from core.storage.receipts import Receipts
 from core.tools.reading import ReadTools
 
@@ -60,7 +63,7 @@ class Services:
     messages: MessageStore
     memory: MemoryStore
     tools: ReadTools
-    usage: UsageStore
+    usage: UsageLedger
     spending: Spending
     gateway: Gateway
     turn: TurnDeps
@@ -105,11 +108,16 @@ def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
     return agent, memory
 
 
-def build_gateway(settings: Settings, usage: UsageStore, clock: Clock, models: tuple[ChatModel | None, ChatModel | None] | None = None) -> Gateway:
+def build_gateway(settings: Settings, usage: UsageLedger, clock: Clock, models: tuple[ChatModel | None, ChatModel | None] | None = None) -> Gateway:
     agent, memory = models if models is not None else _models(settings)
     roles = ModelRoles(settings.agent_model, settings.memory_model, settings.memory_deadline_s, AGENT_DEADLINE_S)
     prices = PriceTable.with_overrides({m: (i, o) for m, i, o in settings.model_prices})
     return Gateway(roles, agent, memory, usage, prices, clock)
+
+
+def history_search(engine: AsyncEngine, messages: MessageStore, index: DerivedIndex | None = None) -> HistorySearch:
+    """history_search over a database (and its derived index): the one way to build it."""
+    return HistorySearch(messages, FullText(engine), MetaKeys(engine), index)
 
 
 def _saving(gateway: Gateway, messages: MessageStore, memory: MemoryStore, owners: OwnerStore, clock: Clock) -> ManagePersonalContext:
@@ -130,7 +138,8 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         memory = MemoryStore(ObjectStore(engine), clock)
         owners = OwnerStore(engine)
         index = DerivedIndex.beside(settings.database_url, engine)
-        history = HistorySearch(engine, messages, index)
+        fulltext = FullText(engine)
+        history = history_search(engine, messages, index)
         reads = ReadTools(memory, messages, history)
         usage = UsageStore(engine)
         spending = Spending(usage, owners, clock, settings.spending_limit_usd)
@@ -139,7 +148,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         selector = Selector(gateway, spending, history, memory, messages, small)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
-            engine=engine, tools=TurnTools(reads, memory, _saving(gateway, messages, memory, owners, clock)), clock=clock,
+            conversation=fulltext, tools=TurnTools(reads, memory, _saving(gateway, messages, memory, owners, clock)), clock=clock,
             evidence=selector, check=ReplyChecker(gateway, spending, memory, selector),
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None

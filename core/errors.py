@@ -14,6 +14,7 @@ carries it to the agent); none of them is a bug report.
     ├── MemoryFull .............. the document would pass 256 KiB even after trimming
     ├── ConfigError ............. a setting is missing or malformed
     ├── StorageError ............ the database could not be reached or answered badly
+    │   └── IndexFailure ........ the derived search index failed; the database answers instead
     ├── ModelError .............. a model gave no usable answer
     │   ├── ModelUnavailable .... unreachable, overloaded or too slow; trying later may work
     │   │   └── ModelTimeout .... the call's deadline passed
@@ -69,6 +70,10 @@ class ConfigError(NodError):
 
 class StorageError(NodError):
     """The database could not be reached or gave an answer Nod cannot use."""
+
+
+class IndexFailure(StorageError):
+    """The derived search index could not answer; callers fall back to the database's index."""
 
 
 class ModelError(NodError):

@@ -16,7 +16,7 @@ from typing import TextIO
 from core.agent.conductor import Conductor, Inbound
 from core.inbox.commands import HELP, OwnerCommands, command_name
 from core.replies import Reply
-from core.storage.owners import Identity, Owner
+from core.owner import Identity, Owner
 
 CHANNEL = "local"
 

@@ -38,7 +38,7 @@ from adapters.telegram.sink import TelegramSender
 from core.errors import ConfigError, DeliveryFailed
 from core.inbox.commands import COMMANDS
 from core.inbox.front import FrontDoor, Handled, Incoming
-from core.storage.owners import Identity
+from core.owner import Identity
 
 log = logging.getLogger("nod.telegram")
 ALLOWED_UPDATES = ["message", "callback_query"]

@@ -13,7 +13,7 @@ from telegram import Message, Update
 
 from core.agent.conductor import Aside
 from core.inbox.front import Incoming
-from core.storage.owners import Identity
+from core.owner import Identity
 
 CHANNEL = "telegram"
 _KINDS = {

@@ -26,7 +26,7 @@ from telegram.warnings import PTBDeprecationWarning
 from adapters.telegram.formatting import to_html
 from core.errors import DeliveryFailed
 from core.replies import TELEGRAM_LIMIT, Reply, split_reply
-from core.storage.owners import Identity, Owner
+from core.owner import Identity, Owner
 
 log = logging.getLogger("nod.telegram")
 ATTEMPTS = 4

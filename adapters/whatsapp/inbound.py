@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from core.agent.conductor import Aside
 from core.inbox.front import Incoming
-from core.storage.owners import Identity
+from core.owner import Identity
 
 CHANNEL = "whatsapp"
 PREFIX = "whatsapp:"

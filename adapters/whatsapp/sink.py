@@ -18,7 +18,7 @@ from twilio.rest import Client
 
 from core.errors import DeliveryFailed
 from core.replies import WHATSAPP_LIMIT, Reply, split_reply
-from core.storage.owners import Identity, Owner
+from core.owner import Identity, Owner
 
 log = logging.getLogger("nod.whatsapp")
 SEND_TIMEOUT_S = 15.0

@@ -52,8 +52,8 @@ from core.agent.tools import TurnContext, TurnOrigin
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.errors import DeliveryFailed
 from core.replies import Reply
-from core.storage.messages import NewMessage, Role, StoredMessage
-from core.storage.owners import Identity, Owner
+from core.message import NewMessage, Role, StoredMessage
+from core.owner import Identity, Owner
 
 log = logging.getLogger("nod.agent")
 TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."

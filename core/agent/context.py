@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from core.agent.model import Message
-from core.storage.messages import Role, StoredMessage
-from core.storage.owners import Owner
+from core.message import Role, StoredMessage
+from core.owner import Owner
 
 RECENT_TURNS = 20
 RECENT_CHARS = 40_000

@@ -20,7 +20,7 @@ from typing import Any
 
 from core.agent.model import ChatModel, ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
 from core.agent.slots import waiting_elsewhere
-from core.agent.usage import PriceTable, UsageRecord, UsageStore
+from core.agent.usage import PriceTable, UsageLedger, UsageRecord
 from core.clock import Clock
 from core.errors import (
     ConfigError,
@@ -80,7 +80,7 @@ class Gateway:
         roles: ModelRoles,
         agent: ChatModel | None,
         memory: ChatModel | None,
-        usage: UsageStore,
+        usage: UsageLedger,
         prices: PriceTable,
         clock: Clock,
     ) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from core.agent.usage import UsageStore, month_start, period_key
+from core.agent.usage import UsageLedger, month_start, period_key
 from core.clock import Clock
-from core.storage.owners import Owner, OwnerStore
+from core.owner import Owner
+from core.ports import Owners
 
 _YES = re.compile(r"(yes|y|yeah|yep|sure|ok|okay|go ahead|continue|please do)\b[\s.!]*", re.IGNORECASE)
 
@@ -31,7 +32,7 @@ class Capacity:
 
 
 class Spending:
-    def __init__(self, usage: UsageStore, owners: OwnerStore, clock: Clock, default_limit_usd: float | None) -> None:
+    def __init__(self, usage: UsageLedger, owners: Owners, clock: Clock, default_limit_usd: float | None) -> None:
         self._usage = usage
         self._owners = owners
         self._clock = clock
@@ -58,7 +59,7 @@ class Spending:
     async def ask(self, owner: Owner, capacity: Capacity) -> str:
         """Remember that Nod asked this month, and return the question for the owner."""
         period = period_key(self._clock.now(), owner.zone)
-        await self._owners.set_settings(owner.id, replace(owner.settings, spending_checkin_period=period))
+        await self._owners.update_settings(owner.id, lambda now: replace(now, spending_checkin_period=period))
         return (
             f"This month I've used ${capacity.spent_usd:.2f} of your ${capacity.limit_usd or 0:.2f} "
             "spending limit. Shall I keep going? Reply yes and I'll allow the same amount again "
@@ -74,8 +75,6 @@ class Spending:
         base = self.base_limit(owner) or 0.0
         capacity = await self.capacity(owner)
         new_limit = max(capacity.spent_usd, capacity.limit_usd or 0.0) + base
-        raised = replace(
-            settings, spending_raised_period=period, spending_raised_usd=new_limit - base, spending_checkin_period=None
-        )
-        await self._owners.set_settings(owner.id, raised)
+        await self._owners.update_settings(owner.id, lambda now: replace(
+            now, spending_raised_period=period, spending_raised_usd=new_limit - base, spending_checkin_period=None))
         return f"Thanks — this month's limit is now ${new_limit:.2f}. What would you like me to do?"

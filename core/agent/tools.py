@@ -21,9 +21,9 @@ from typing import Any, Protocol
 from core.agent.model import ToolCall, ToolSpec
 from core.errors import NodError
 from core.replies import MAX_CHOICE_CHARS, MAX_CHOICES
-from core.storage.memory_store import MemoryStore
-from core.storage.owners import Owner
+from core.owner import Owner
 from core.tools.reading import ReadTools
+from core.ports import MemoryRepository
 
 log = logging.getLogger("nod.agent.tools")
 MAX_RESULT_CHARS = 60_000
@@ -119,7 +119,7 @@ READS = ("memory_read", "memory_find", "history_search")
 
 
 class TurnTools:
-    def __init__(self, reads: ReadTools, memory: MemoryStore, personal: PersonalContext) -> None:
+    def __init__(self, reads: ReadTools, memory: MemoryRepository, personal: PersonalContext) -> None:
         self._reads = reads
         self._memory = memory
         self._personal = personal

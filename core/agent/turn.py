@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from core.agent.context import RECENT_TURNS, TurnInputs, turn_messages
 from core.agent.gateway import Gateway
 from core.agent.model import ChatReply, Message
@@ -24,15 +22,14 @@ from core.agent.spending import Spending
 from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnContext, TurnOrigin, TurnTools, offered_choices
 from core.clock import Clock
 from core.errors import ModelError, ModelRefused, ModelTimeout
-from core.history.related import related_messages
 from core.memory.render import render_index
 from core.replies import Reply
-from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore, StoredMessage
-from core.storage.owners import OwnerStore
+from core.message import StoredMessage
+from core.ports import Conversation, MemoryRepository, Messages, Owners
 
 log = logging.getLogger("nod.agent.turn")
 MAX_STEPS = 8
+RELATED_COUNT = 6  # older owner messages sharing words with the request
 NO_MODEL = (
     "I can't answer yet: no model is configured. The operator sets NOD_AGENT_MODEL (and "
     "OPENAI_API_KEY, or OPENAI_BASE_URL for a local server) and restarts Nod."
@@ -71,10 +68,10 @@ class NoCheck:
 class TurnDeps:
     gateway: Gateway
     spending: Spending
-    messages: MessageStore
-    owners: OwnerStore
-    memory: MemoryStore
-    engine: AsyncEngine
+    messages: Messages
+    owners: Owners
+    memory: MemoryRepository
+    conversation: Conversation
     tools: TurnTools
     clock: Clock
     evidence: EvidenceSource = NoEvidence()
@@ -117,7 +114,7 @@ async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> T
     # everything but the request, which comes last: a reply stored after it (another worker's turn) too
     recent = [m for m in await deps.messages.recent(ctx.owner.id, RECENT_TURNS + 1) if m.id != request.id]
     oldest = min((m.id for m in recent), default=request.id)
-    related = await related_messages(deps.engine, deps.messages, ctx.thread_id, request.text, oldest)
+    related = await deps.conversation.related(ctx.thread_id, request.text, oldest, RELATED_COUNT)
     doc = (await deps.memory.load(ctx.owner.id)).document
     packet = await deps.evidence.packet(ctx, request)
     return TurnInputs(ctx.owner, deps.clock.now(), render_index(doc), related, recent, request, packet)

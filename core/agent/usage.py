@@ -1,4 +1,6 @@
-"""Every model call, recorded: who, why, which model, tokens, cost, time and outcome.
+"""Every model call, as a value: who, why, which model, tokens, cost, time and outcome.
+
+The rows are kept by a ``UsageLedger`` (``core.storage.usage_store`` on the database).
 
 Cost comes from a per-model price table in US dollars per million tokens (input, output).
 The defaults below are list prices the operator can override or extend with
@@ -9,19 +11,12 @@ priced prefix, so ``gpt-4o-mini-2024-07-18`` is priced as ``gpt-4o-mini``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import func, insert, select
-from sqlalchemy.ext.asyncio import AsyncEngine
-
-from core.storage.database import writing
-from core.storage.schema import usage
-
-log = logging.getLogger("nod.usage")
 
 # US dollars per million tokens (input, output), as published by OpenAI.
 DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
@@ -75,41 +70,6 @@ class PurposeTotal:
     cost_usd: float
 
 
-class UsageStore:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-
-    async def record(self, row: UsageRecord) -> None:
-        async with writing(self._engine) as conn:
-            await conn.execute(insert(usage).values(**row.__dict__))
-        log.info(
-            "model_call owner=%s purpose=%s model=%s tokens_in=%s tokens_out=%s cost_usd=%.6f ms=%s outcome=%s",
-            row.owner_id, row.purpose, row.model, row.tokens_in, row.tokens_out,
-            row.cost_usd, row.duration_ms, row.outcome,
-        )
-
-    async def spent_since(self, owner_id: int, start: datetime) -> float:
-        query = select(func.coalesce(func.sum(usage.c.cost_usd), 0.0)).where(
-            usage.c.owner_id == owner_id, usage.c.created_at >= start
-        )
-        async with self._engine.connect() as conn:
-            return float((await conn.execute(query)).scalar_one())
-
-    async def by_purpose(self, owner_id: int, start: datetime) -> list[PurposeTotal]:
-        query = (
-            select(
-                usage.c.purpose, func.count(), func.sum(usage.c.tokens_in),
-                func.sum(usage.c.tokens_out), func.sum(usage.c.cost_usd),
-            )
-            .where(usage.c.owner_id == owner_id, usage.c.created_at >= start)
-            .group_by(usage.c.purpose)
-            .order_by(usage.c.purpose)
-        )
-        async with self._engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
-        return [PurposeTotal(r[0], int(r[1]), int(r[2] or 0), int(r[3] or 0), float(r[4] or 0.0)) for r in rows]
-
-
 def day_start(now: datetime, zone: ZoneInfo) -> datetime:
     """Midnight of ``now``'s day in the owner's zone (aware)."""
     local = now.astimezone(zone)
@@ -135,3 +95,13 @@ def render_usage(today: list[PurposeTotal], month: list[PurposeTotal], limit: fl
     lines.append(f"this month: ${spent:.4f}" + ("" if limit is None else f" of a ${limit:.2f} limit"))
     return "\n".join(lines)
 
+
+
+class UsageLedger(Protocol):
+    """Where usage rows go and what the spending limit reads back."""
+
+    async def record(self, row: UsageRecord) -> None: ...
+
+    async def spent_since(self, owner_id: int, start: datetime) -> float: ...
+
+    async def by_purpose(self, owner_id: int, start: datetime) -> list[PurposeTotal]: ...

@@ -24,8 +24,8 @@ from core.agent.tools import READS, ToolOutcome, TurnContext
 from core.errors import ConfigError, ModelError
 from core.evidence.selection import Selector, bounded_input
 from core.memory.render import index_lines
-from core.storage.memory_store import MemoryStore
-from core.storage.messages import StoredMessage
+from core.message import StoredMessage
+from core.ports import MemoryRepository
 
 log = logging.getLogger("nod.evidence")
 MAX_READS_CHARS = 80_000
@@ -58,7 +58,7 @@ def _reads(reads: Sequence[ToolOutcome]) -> tuple[list[str], int]:
 
 
 class ReplyChecker:
-    def __init__(self, gateway: Gateway, spending: Spending, memory: MemoryStore, selector: Selector) -> None:
+    def __init__(self, gateway: Gateway, spending: Spending, memory: MemoryRepository, selector: Selector) -> None:
         self._gateway = gateway
         self._spending = spending
         self._memory = memory

@@ -29,8 +29,8 @@ from core.evidence.packet import MessageRecord, NoteRecord, build_packet
 from core.history.search import HistorySearch
 from core.memory.model import MemoryDocument
 from core.memory.render import label_of
-from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore, StoredMessage
+from core.message import StoredMessage
+from core.ports import MemoryRepository, Messages
 
 log = logging.getLogger("nod.evidence")
 MAX_SEARCHES = 5
@@ -72,8 +72,8 @@ def bounded_input(payload: dict[str, Any]) -> str:
 
 
 class Selector:
-    def __init__(self, gateway: Gateway, spending: Spending, history: HistorySearch, memory: MemoryStore,
-                 messages: MessageStore, small_context: bool = False) -> None:
+    def __init__(self, gateway: Gateway, spending: Spending, history: HistorySearch, memory: MemoryRepository,
+                 messages: Messages, small_context: bool = False) -> None:
         self._gateway = gateway
         self._spending = spending
         self._history = history

@@ -44,10 +44,10 @@ from typing import Any, TypeVar
 
 import tantivy
 from sqlalchemy import select, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from core.errors import StorageError
-from core.history.engine import CONTEXT_WEIGHT, Hit, Scope
+from core.errors import IndexFailure
+from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
 from core.storage.database import sqlite_file
 from core.storage.schema import messages
 from core.text import stem, words
@@ -78,10 +78,6 @@ def _guarded(work: Callable[[], T]) -> T:
     except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is not an Exception
         log.error("search_index_failed error=%s", type(exc).__name__)
         raise IndexFailure("The search index failed; the database's own index answers instead.") from exc
-
-
-class IndexFailure(StorageError):
-    """The derived index could not answer; callers fall back to the database's index."""
 
 
 def _micros(moment: datetime) -> int:
@@ -350,10 +346,10 @@ class DerivedIndex:
     def count(self, terms: Sequence[str], scope: Scope) -> int:
         return int(self._index.searcher().search(self._query(terms, scope), 1, count=True).count)
 
-    async def count_matches(self, conn: AsyncConnection, terms: Sequence[str], scope: Scope) -> int:
+    async def count_matches(self, terms: Sequence[str], scope: Scope) -> int:
         return _guarded(lambda: self.count(terms, scope))
 
-    async def newest(self, conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
+    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         return _guarded(lambda: self.newest_ids(terms, scope, limit, offset))
 
     def _top(self, terms: Sequence[str], scope: Scope, wanted: int, field: str | None) -> list[tuple[float, int]]:
@@ -381,14 +377,13 @@ class DerivedIndex:
         hits = sorted(self._top(terms, scope, offset + limit, "sent"), key=lambda h: (-h[0], -h[1]))
         return [i for _, i in hits[offset:offset + limit]]
 
-    async def ranked(
-        self, conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0
-    ) -> list[Hit]:
+    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
         best = _guarded(lambda: self.ranked_ids(terms, scope, limit, offset))
         if not best:
             return []
         # the ids come from a file on disk: only rows of the searched thread count, whatever it holds
         query = select(messages.c.id, messages.c.role, messages.c.text).where(
             messages.c.id.in_([i for i, _ in best]), messages.c.thread_id == scope.thread_id)
-        rows = {r.id: r for r in await conn.execute(query)}
+        async with self._engine.connect() as conn:
+            rows = {r.id: r for r in await conn.execute(query)}
         return [Hit(i, rows[i].role, rows[i].text, score) for i, score in best if i in rows]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from core.history.engine import Hit
+from core.history.scope import Hit
 from core.text import stems
 
 WINDOW = 100  # candidates re-ranked; beyond these the backend's order continues

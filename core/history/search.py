@@ -15,45 +15,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-
-from core.errors import InvalidInput, NotFound, StorageError
-from core.history import engine as sql
-from core.history.derived import DerivedIndex, IndexFailure
+from core.errors import IndexFailure, InvalidInput, NotFound
 from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
 from core.history.ranking import NEIGHBOUR_REACH, WINDOW, rerank
 from core.history.request import Order, SearchRequest, parse_request
-from core.storage.messages import MessageStore, StoredMessage
-from core.storage.owners import Owner
-from core.storage.schema import nod_meta
+from core.history.scope import Matcher, Scope
+from core.message import StoredMessage
+from core.owner import Owner
+from core.ports import Conversation, Keys, Messages, SearchIndex
 from core.text import QueryTerms, query_terms, stems, words
 
-MAX_RESULT_CHARS = 1_200
+MAX_EXCERPT_CHARS = 1_200
 MAX_NEIGHBOUR_CHARS = 300
 AROUND_EACH_SIDE = 5
 
 
-class Matcher(Protocol):
-    """Finds and orders the messages matching a query's words: FTS5/tsvector, or tantivy."""
-
-    async def count_matches(self, conn: AsyncConnection, terms: Sequence[str], scope: sql.Scope) -> int: ...
-
-    async def ranked(
-        self, conn: AsyncConnection, terms: Sequence[str], scope: sql.Scope, limit: int, offset: int = 0
-    ) -> list[sql.Hit]: ...
-
-    async def newest(
-        self, conn: AsyncConnection, terms: Sequence[str], scope: sql.Scope, limit: int, offset: int
-    ) -> list[int]: ...
-
-
-class _Database:
-    """The database's own full-text index (engine.py) as a Matcher."""
-
-    count_matches = staticmethod(sql.count_matches)
-    ranked = staticmethod(sql.ranked)
-    newest = staticmethod(sql.newest)
+class Database(Matcher, Conversation, Protocol):
+    """The database's own index: always there, exact, the fallback of any faster index."""
 
 
 @dataclass(frozen=True)
@@ -73,27 +51,17 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
 
 
 class HistorySearch:
-    def __init__(self, engine: AsyncEngine, messages: MessageStore, index: DerivedIndex | None = None) -> None:
-        self._engine = engine
+    def __init__(self, messages: Messages, database: Database, keys: Keys, index: SearchIndex | None = None) -> None:
         self._messages = messages
+        self._database = database
+        self._keys = keys
         self._index = index
-        self._key: bytes | None = None
-
-    async def _signing_key(self) -> bytes:
-        """The cursor key, made with the database (migration 4) and shared by every worker."""
-        if self._key is None:
-            async with self._engine.connect() as conn:
-                found = (await conn.execute(select(nod_meta.c.value).where(nod_meta.c.key == "signing_key"))).scalar()
-            if not found:
-                raise StorageError("The database has no cursor signing key; run Nod once to migrate it.")
-            self._key = bytes.fromhex(found)
-        return self._key
 
     async def _matcher(self, terms: QueryTerms | None, snapshot: int) -> Matcher:
         """The derived index when it covers the snapshot, else the database's own index."""
         if terms is not None and self._index is not None and await self._index.ready_for(snapshot):
             return self._index
-        return _Database()
+        return self._database
 
     async def search(self, owner: Owner, args: dict[str, Any]) -> dict[str, Any]:
         """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
@@ -106,17 +74,16 @@ class HistorySearch:
             "owner": owner.id, "thread": thread_id, "terms": terms.terms if terms else None,
             "from": request.start, "to": request.end, "before": request.before, "order": request.order.value,
         })
-        key = await self._signing_key()
+        key = await self._keys.key("signing_key")
         cursor = decode(request.cursor, search_print, key) if request.cursor else None
-        async with self._engine.connect() as conn:
-            snap = cursor.snapshot if cursor else await sql.snapshot(conn, thread_id)
-            scope = sql.Scope(thread_id, snap, request.start, request.end, request.before)
-            matcher = await self._matcher(terms, snap)
-            offset = cursor.offset if cursor else 0
-            try:
-                page = await _page(conn, matcher, scope, request, terms, owner, offset)
-            except IndexFailure:
-                page = await _page(conn, _Database(), scope, request, terms, owner, offset)
+        snap = cursor.snapshot if cursor else await self._database.snapshot(thread_id)
+        scope = Scope(thread_id, snap, request.start, request.end, request.before)
+        matcher = await self._matcher(terms, snap)
+        offset = cursor.offset if cursor else 0
+        try:
+            page = await self._page(matcher, scope, request, terms, owner, offset)
+        except IndexFailure:
+            page = await self._page(self._database, scope, request, terms, owner, offset)
         deep = page.next_offset is not None and page.next_offset > MAX_OFFSET
         next_cursor = None if page.next_offset is None or deep else encode(Cursor(search_print, page.next_offset, snap), key)
         results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None)
@@ -145,8 +112,7 @@ class HistorySearch:
         found = await self._messages.get(message_id)
         if found is None or found.thread_id != thread_id or found.role.value == "tool":
             raise NotFound(f"Message {message_id} is not in this conversation.")
-        async with self._engine.connect() as conn:
-            ids = await sql.window(conn, thread_id, message_id, AROUND_EACH_SIDE)
+        ids = await self._database.window(thread_id, message_id, AROUND_EACH_SIDE)
         results = await self._results(owner, thread_id, ids, False, None)
         return {"results": results, "totalMatches": len(results), "nextCursor": None, "complete": True}
 
@@ -156,8 +122,7 @@ class HistorySearch:
     ) -> list[dict[str, Any]]:
         near: dict[int, tuple[int | None, ...]] = {}
         if with_neighbours and ids:
-            async with self._engine.connect() as conn:
-                near = await sql.neighbours(conn, thread_id, ids, 1)
+            near = await self._database.neighbours(thread_id, ids, 1)
         wanted = set(ids) | {n for pair in near.values() for n in pair if n is not None}
         # read back and checked here, whatever an index said: only this owner's thread is shown
         stored = {i: m for i, m in (await self._messages.get_many(wanted)).items()
@@ -166,7 +131,7 @@ class HistorySearch:
         for message_id in ids:
             if message_id not in stored:
                 continue
-            result = _render(owner, stored[message_id], MAX_RESULT_CHARS)
+            result = _render(owner, stored[message_id], MAX_EXCERPT_CHARS)
             if query_stems and not query_stems & stems(stored[message_id].text):
                 result["matched_by"] = "previous message"  # found by the words just before it
             if with_neighbours:
@@ -175,6 +140,39 @@ class HistorySearch:
                 result["after"] = _render(owner, stored[after], MAX_NEIGHBOUR_CHARS) if after in stored else None
             results.append(result)
         return results
+
+    async def _page(
+        self, matcher: Matcher, scope: Scope, request: SearchRequest, terms: QueryTerms | None, owner: Owner,
+        offset: int,
+    ) -> Page:
+        limit = request.limit
+        if terms is None:
+            total = await self._database.count_period(scope)
+            ids = await self._database.period(scope, request.order is Order.NEWEST, limit, offset)
+        else:
+            total = await matcher.count_matches(terms.terms, scope)
+            if request.order is Order.NEWEST:
+                ids = await matcher.newest(terms.terms, scope, limit, offset)
+            else:
+                named = bool(set(words(owner.name)) & set(words(request.query or "")))
+                ids = await self._relevance(matcher, scope, terms, named, limit, offset)
+        end = offset + len(ids)
+        return Page(tuple(ids), total, end if end < total and ids else None)
+
+    async def _relevance(
+        self, matcher: Matcher, scope: Scope, terms: QueryTerms, owner_named: bool, limit: int, offset: int
+    ) -> list[int]:
+        """One page of the relevance order: the re-ranked window first, then the backend's order."""
+        if offset >= WINDOW:
+            return [h.id for h in await matcher.ranked(terms.terms, scope, limit, offset)]
+        hits = await matcher.ranked(terms.terms, scope, WINDOW)
+        around = await self._database.neighbours(scope.thread_id, [h.id for h in hits], NEIGHBOUR_REACH)
+        ordered = rerank(hits, terms.stems, around, owner_named)
+        ids = ordered[offset : offset + limit]
+        if len(ids) < limit and len(hits) == WINDOW:
+            more = await matcher.ranked(terms.terms, scope, limit - len(ids), WINDOW)
+            ids += [h.id for h in more]
+        return ids
 
 
 def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:
@@ -190,38 +188,3 @@ def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:
         if getattr(message, flag):
             rendered[flag] = True
     return rendered
-
-
-async def _page(
-    conn: AsyncConnection, matcher: Matcher, scope: sql.Scope, request: SearchRequest, terms: QueryTerms | None,
-    owner: Owner, offset: int,
-) -> Page:
-    limit = request.limit
-    if terms is None:
-        total = await sql.count_period(conn, scope)
-        ids = await sql.period(conn, scope, request.order is Order.NEWEST, limit, offset)
-    else:
-        total = await matcher.count_matches(conn, terms.terms, scope)
-        if request.order is Order.NEWEST:
-            ids = await matcher.newest(conn, terms.terms, scope, limit, offset)
-        else:
-            named = bool(set(words(owner.name)) & set(words(request.query or "")))
-            ids = await _relevance(conn, matcher, scope, terms, named, limit, offset)
-    end = offset + len(ids)
-    return Page(tuple(ids), total, end if end < total and ids else None)
-
-
-async def _relevance(
-    conn: AsyncConnection, matcher: Matcher, scope: sql.Scope, terms: QueryTerms, owner_named: bool, limit: int, offset: int
-) -> list[int]:
-    """One page of the relevance order: the re-ranked window first, then the backend's order."""
-    if offset >= WINDOW:
-        return [h.id for h in await matcher.ranked(conn, terms.terms, scope, limit, offset)]
-    hits = await matcher.ranked(conn, terms.terms, scope, WINDOW)
-    around = await sql.neighbours(conn, scope.thread_id, [h.id for h in hits], NEIGHBOUR_REACH)
-    ordered = rerank(hits, terms.stems, around, owner_named)
-    ids = ordered[offset : offset + limit]
-    if len(ids) < limit and len(hits) == WINDOW:
-        more = await matcher.ranked(conn, terms.terms, scope, limit - len(ids), WINDOW)
-        ids += [h.id for h in more]
-    return ids

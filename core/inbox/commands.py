@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 
 from core.agent.conductor import Conductor
 from core.inbox.digests import Digests
-from core.storage.messages import MessageStore
-from core.storage.owners import Owner
+from core.owner import Owner
+from core.ports import Messages
 
 COMMANDS: dict[str, str] = {
     "start": "What Nod is",
@@ -40,7 +40,7 @@ def command_name(text: str) -> str | None:
 
 
 class OwnerCommands:
-    def __init__(self, conductor: Conductor, messages: MessageStore, digests: Digests) -> None:
+    def __init__(self, conductor: Conductor, messages: Messages, digests: Digests) -> None:
         self._conductor = conductor
         self._messages = messages
         self._digests = digests

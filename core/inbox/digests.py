@@ -19,8 +19,8 @@ from core.evidence.selection import bounded_input
 from core.memory.digest import context_digest, memory_digest
 from core.memory.model import MemoryDocument
 from core.memory.render import index_lines, skill_lines
-from core.storage.memory_store import MemoryStore
-from core.storage.owners import Owner
+from core.owner import Owner
+from core.ports import MemoryRepository
 
 log = logging.getLogger("nod.inbox.digests")
 MAX_SUMMARY_CHARS = 1_200
@@ -38,7 +38,7 @@ Answer with JSON {"summary": "..."}."""
 
 
 class Digests:
-    def __init__(self, gateway: Gateway, spending: Spending, memory: MemoryStore) -> None:
+    def __init__(self, gateway: Gateway, spending: Spending, memory: MemoryRepository) -> None:
         self._gateway = gateway
         self._spending = spending
         self._memory = memory

@@ -21,8 +21,8 @@ from core.agent.conductor import Aside, Conductor, Inbound
 from core.clock import Clock
 from core.inbox.commands import OwnerCommands, command_name
 from core.inbox.gate import Gate
-from core.storage.owners import Identity, Owner
-from core.storage.receipts import Receipts
+from core.owner import Identity, Owner
+from core.ports import Receipts
 
 log = logging.getLogger("nod.inbox")
 SLOW_COMMANDS = ("memory", "context")  # digests: a model call; nothing else waits for them

@@ -20,7 +20,8 @@ from datetime import datetime, timedelta
 from core.clock import Clock
 from core.errors import AlreadyExists
 from core.inbox.recent import Recent
-from core.storage.owners import Identity, Owner, OwnerStore
+from core.owner import Identity, Owner
+from core.ports import Owners
 
 log = logging.getLogger("nod.inbox.gate")
 REFUSAL = "Sorry, I'm a private assistant and I only talk with the people I work for."
@@ -30,7 +31,7 @@ KNOWN_CAPACITY = 10_000
 
 
 class Gate:
-    def __init__(self, owners: OwnerStore, clock: Clock, open_signup: bool = False) -> None:
+    def __init__(self, owners: Owners, clock: Clock, open_signup: bool = False) -> None:
         self._owners = owners
         self._clock = clock
         self._open_signup = open_signup

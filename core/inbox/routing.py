@@ -15,13 +15,14 @@ from collections.abc import Mapping
 from core.agent.conductor import ReplySink
 from core.errors import DeliveryFailed
 from core.replies import Reply
-from core.storage.owners import Identity, Owner, OwnerStore
+from core.owner import Identity, Owner
+from core.ports import Owners
 
 log = logging.getLogger("nod.inbox.routing")
 
 
 class ChannelRouter:
-    def __init__(self, sinks: Mapping[str, ReplySink], owners: OwnerStore) -> None:
+    def __init__(self, sinks: Mapping[str, ReplySink], owners: Owners) -> None:
         self._sinks = dict(sinks)
         self._owners = owners
 

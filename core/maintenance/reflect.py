@@ -25,9 +25,9 @@ from core.maintenance.operations import SCHEMA, Applied, apply_operations
 from core.memory.model import MemoryDocument
 from core.memory.render import index_lines
 from core.saving.learn import usable
-from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore, StoredMessage
-from core.storage.owners import Owner
+from core.message import StoredMessage
+from core.owner import Owner
+from core.ports import MemoryRepository, Messages
 
 log = logging.getLogger("nod.maintenance")
 BATCH = 40
@@ -66,7 +66,7 @@ def reflectable(message: StoredMessage) -> bool:
 
 
 class Reflector:
-    def __init__(self, gateway: Gateway, messages: MessageStore, memory: MemoryStore, clock: Clock) -> None:
+    def __init__(self, gateway: Gateway, messages: Messages, memory: MemoryRepository, clock: Clock) -> None:
         self._gateway = gateway
         self._messages = messages
         self._memory = memory

@@ -23,8 +23,8 @@ from core.clock import Clock
 from core.maintenance.reflect import ReflectReport, Reflector
 from core.maintenance.repair import repair
 from core.memory.model import MemoryDocument
-from core.storage.memory_store import MemoryStore
-from core.storage.owners import Owner, OwnerStore
+from core.owner import Owner
+from core.ports import MemoryRepository, Owners
 
 log = logging.getLogger("nod.maintenance")
 MINUTE = 7
@@ -69,7 +69,7 @@ def next_tick(now: datetime) -> datetime:
 
 
 class MaintenanceJob:
-    def __init__(self, owners: OwnerStore, memory: MemoryStore, reflector: Reflector | None,
+    def __init__(self, owners: Owners, memory: MemoryRepository, reflector: Reflector | None,
                  locks: OwnerLocks, clock: Clock, spending: Spending | None = None) -> None:
         self._spending = spending
         self._owners = owners

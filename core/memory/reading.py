@@ -20,7 +20,7 @@ from core.errors import InvalidInput, NotFound
 from core.memory.model import AREAS, Entry, MemoryDocument
 from core.memory.quotes import quote_matches
 from core.memory.render import label_of
-from core.storage.messages import Role, StoredMessage
+from core.message import Role, StoredMessage
 from core.text import query_terms, stems
 
 MAX_FOUND = 20

@@ -26,10 +26,8 @@ from core.errors import ConfigError, ModelError
 from core.memory import document as ops
 from core.memory.model import MemoryDocument
 from core.memory.quotes import normalized
-from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore
-from core.storage.owners import OwnerStore
 from core.text import stems, words
+from core.ports import MemoryRepository, Messages, Owners
 
 log = logging.getLogger("nod.saving")
 ASK_FIRST = "The owner's current message does not ask for this. Ask the owner first; nothing was changed."
@@ -51,7 +49,7 @@ VERBS = {
 
 
 class Controls:
-    def __init__(self, gateway: Gateway, messages: MessageStore, memory: MemoryStore, owners: OwnerStore) -> None:
+    def __init__(self, gateway: Gateway, messages: Messages, memory: MemoryRepository, owners: Owners) -> None:
         self._gateway = gateway
         self._messages = messages
         self._memory = memory
@@ -116,7 +114,6 @@ class Controls:
         if command == "clear":
             await self._memory.update(ctx.owner.id, lambda d: MemoryDocument(maintenance=d.maintenance))
         else:
-            owner = await self._owners.by_id(ctx.owner.id)
-            await self._owners.set_settings(owner.id, replace(owner.settings, saving_enabled=command == "resume"))
+            await self._owners.update_settings(ctx.owner.id, lambda now: replace(now, saving_enabled=command == "resume"))
         log.info("memory_control owner=%s command=%s", ctx.owner.id, command)
         return {"done": command}

@@ -33,9 +33,9 @@ from core.memory import document as ops
 from core.memory.model import MemoryDocument, Origin
 from core.memory.render import index_lines
 from core.saving.notes import KINDS, Proposal, Refusal, check_note
-from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore, Role, StoredMessage
+from core.message import Role, StoredMessage
 from core.text import fact_key
+from core.ports import MemoryRepository, Messages
 
 log = logging.getLogger("nod.saving")
 EARLIER = 10
@@ -87,7 +87,7 @@ def usable(message: StoredMessage) -> bool:
 
 
 class Learner:
-    def __init__(self, gateway: Gateway, messages: MessageStore, memory: MemoryStore, clock: Clock) -> None:
+    def __init__(self, gateway: Gateway, messages: Messages, memory: MemoryRepository, clock: Clock) -> None:
         self._gateway = gateway
         self._messages = messages
         self._memory = memory

@@ -2,7 +2,8 @@
 
 ``update`` takes an operation (a pure function of the document, from
 ``core.memory.document``), applies it to the newest version and saves with
-compare-and-swap. When another writer got there first it re-reads and re-applies, a
+compare-and-swap; ``apply`` does the same with an operation that also reports what it did
+(``Changed``), and returns that report with the saved document (``Saved``). When another writer got there first it re-reads and re-applies, a
 bounded number of times with jittered back-off; it never overwrites a newer version.
 Writers in the same process queue on a per-owner lock first, so they do not burn each
 other's work in retries; the compare-and-swap still guards against other processes.
@@ -14,27 +15,20 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import TypeVar
 
 from core.clock import Clock
 from core.errors import StaleWrite
 from core.memory.codec import decode
 from core.memory.document import fit_and_encode
 from core.memory.model import MemoryDocument
+from core.ports import Changed, Saved, VersionedDocument
 from core.storage.objects import ObjectStore
 
 MEMORY_PATH = "memory/MEMORY.md"
 MAX_ATTEMPTS = 200
 log = logging.getLogger("nod.memory")
-
-
-@dataclass(frozen=True)
-class VersionedDocument:
-    document: MemoryDocument
-    version: int
-
-
-Operation = Callable[[MemoryDocument], MemoryDocument]
+T = TypeVar("T")
 
 
 class MemoryStore:
@@ -57,20 +51,25 @@ class MemoryStore:
             owner_id, MEMORY_PATH, body, expected_version, self._clock.now()
         )
 
-    async def update(self, owner_id: int, operation: Operation) -> VersionedDocument:
+    async def update(self, owner_id: int, operation: Callable[[MemoryDocument], MemoryDocument]) -> VersionedDocument:
         """Apply ``operation`` to the newest document and save it, retrying lost races."""
+        saved = await self.apply(owner_id, lambda doc: Changed(operation(doc), None))
+        return VersionedDocument(saved.document, saved.version)
+
+    async def apply(self, owner_id: int, operation: Callable[[MemoryDocument], Changed[T]]) -> Saved[T]:
+        """``update`` for an operation that reports what it did: the report of the try that saved."""
         lock = self._owner_locks.setdefault(owner_id, asyncio.Lock())
         async with lock:
-            return await self._update_unlocked(owner_id, operation)
+            return await self._apply_unlocked(owner_id, operation)
 
-    async def _update_unlocked(self, owner_id: int, operation: Operation) -> VersionedDocument:
+    async def _apply_unlocked(self, owner_id: int, operation: Callable[[MemoryDocument], Changed[T]]) -> Saved[T]:
         delay = 0.002
         for _attempt in range(self._max_attempts):
             current = await self.load(owner_id)
-            changed = operation(current.document)
-            if changed is current.document:
-                return current
-            fitted, body = fit_and_encode(changed)
+            outcome = operation(current.document)
+            if outcome.document is current.document:
+                return Saved(current.document, current.version, outcome.result)
+            fitted, body = fit_and_encode(outcome.document)
             try:
                 version = await self._objects.put(
                     owner_id, MEMORY_PATH, body, current.version, self._clock.now()
@@ -84,7 +83,7 @@ class MemoryStore:
                 "memory_saved owner=%s version=%s entries=%s bytes=%s",
                 owner_id, version, len(fitted.entries), len(body.encode("utf-8")),
             )
-            return VersionedDocument(fitted, version)
+            return Saved(fitted, version, outcome.result)
         log.warning("memory_cas_gave_up owner=%s attempts=%s", owner_id, self._max_attempts)
         raise StaleWrite(
             f"The memory document kept changing; gave up after {self._max_attempts} attempts."

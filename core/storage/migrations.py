@@ -250,12 +250,16 @@ _POSTGRESQL_4 = (
     "INSERT INTO nod_meta (key, value) VALUES ('health', '')",
 )
 
+# Owner settings are written by compare-and-swap on this version, like memory (migration 5).
+_SETTINGS_VERSION = ("ALTER TABLE owners ADD COLUMN settings_version INTEGER NOT NULL DEFAULT 0",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
     Migration(3, "search by a message's words and its neighbours'", _SQLITE_3, _POSTGRESQL_3),
     Migration(4, "database identity, signing key, health; reply addresses, awaiting turns, receipts",
               _SQLITE_4, _POSTGRESQL_4),
+    Migration(5, "owner settings by compare-and-swap", _SETTINGS_VERSION, _SETTINGS_VERSION),
 )
 
 _LEDGER = (

@@ -59,6 +59,7 @@ owners = Table(
     Column("time_zone", String, nullable=False),
     Column("settings", Text, nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
+    Column("settings_version", Integer, nullable=False, default=0),
 )
 
 identities = Table(

@@ -16,9 +16,8 @@ from typing import Any
 from core.errors import NodError
 from core.history.search import HistorySearch
 from core.memory.reading import memory_find, memory_read
-from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore
-from core.storage.owners import Owner
+from core.owner import Owner
+from core.ports import MemoryRepository, Messages
 
 READ_TOOLS = ("memory_read", "memory_find", "history_search")
 log = logging.getLogger("nod.tools")
@@ -26,8 +25,8 @@ log = logging.getLogger("nod.tools")
 
 @dataclass(frozen=True)
 class ReadTools:
-    memory: MemoryStore
-    messages: MessageStore
+    memory: MemoryRepository
+    messages: Messages
     history: HistorySearch
 
     async def run(self, owner: Owner, name: str, args: Any) -> dict[str, Any]:

@@ -20,11 +20,12 @@ from typing import Any
 from core.clock import SystemClock
 from core.evidence.packet import FACTS, MessageRecord, build_packet
 from core.history.derived import DerivedIndex
-from core.history.search import HistorySearch
+from bot.wiring import history_search
 from core.storage.database import create_engine
-from core.storage.messages import MessageStore, NewMessage, Role
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
-from core.storage.owners import OwnerStore
+from core.storage.owner_store import OwnerStore
 from tests.bench.retrieval import CATEGORIES, DATA, SPLITS, _session_turns
 
 
@@ -41,7 +42,7 @@ async def _conversation(sample: dict[str, Any], db: Path, rows: dict[str, list[f
         NewMessage(owner.id, Role.OWNER if spk == conv["speaker_a"] else Role.ASSISTANT, text, "locomo", when, dia)
         for dia, spk, text, when in turns])
     dia_of = {m.id: m.external_id for m in await store.recent(owner.id, len(turns) + 1)}
-    search = HistorySearch(engine, store, DerivedIndex.beside(url, engine))
+    search = history_search(engine, store, DerivedIndex.beside(url, engine))
     for qa in sample["qa"]:
         if qa["category"] not in CATEGORIES or not qa.get("evidence"):
             continue

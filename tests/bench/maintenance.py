@@ -21,7 +21,7 @@ from core.maintenance.repair import repair
 from core.maintenance.tick import MaintenanceJob
 from core.memory.model import MemoryDocument, Origin
 from core.storage.locks import DatabaseLocks
-from core.storage.messages import NewMessage, Role
+from core.message import NewMessage, Role
 from tests.bench.storage import full_document
 
 MESSAGES = 10_000

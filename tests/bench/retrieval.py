@@ -21,11 +21,12 @@ from typing import Any
 
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex
-from core.history.search import HistorySearch
+from bot.wiring import history_search
 from core.storage.database import create_engine
-from core.storage.messages import MessageStore, NewMessage, Role
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
-from core.storage.owners import OwnerStore
+from core.storage.owner_store import OwnerStore
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 SPLITS = {"dev": range(0, 5), "test": range(5, 10)}
@@ -82,7 +83,7 @@ async def _score_conversation(sample: dict[str, Any], db: Path, totals: dict[str
     await store.append_many(owner.id, batch)
     stored = await store.recent(owner.id, len(batch) + 1)
     dia_of = {m.id: m.external_id for m in stored}
-    search = HistorySearch(engine, store, DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine) if DERIVED["on"] else None)
+    search = history_search(engine, store, DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine) if DERIVED["on"] else None)
     for qa in sample["qa"]:
         if qa["category"] not in CATEGORIES or not qa.get("evidence"):
             continue

@@ -29,11 +29,14 @@ from typing import Any
 
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex
+from bot.wiring import history_search
 from core.history.search import HistorySearch
 from core.storage.database import create_engine
-from core.storage.messages import MessageStore, NewMessage, Role
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
-from core.storage.owners import Owner, OwnerStore
+from core.owner import Owner
+from core.storage.owner_store import OwnerStore
 from core.text import STOP_WORDS
 
 START = datetime(2021, 1, 1, tzinfo=timezone.utc)
@@ -130,7 +133,7 @@ async def load(url: str, texts: list[str]) -> tuple[Owner, HistorySearch, float,
         ]
         await store.append_many(owner.id, batch)
     rate = len(texts) / (time.perf_counter() - began)
-    return owner, HistorySearch(engine, store), rate, engine
+    return owner, history_search(engine, store), rate, engine
 
 
 async def with_derived_index(url: str, engine: Any, rates: list[str]) -> HistorySearch:
@@ -140,7 +143,7 @@ async def with_derived_index(url: str, engine: Any, rates: list[str]) -> History
     began = time.perf_counter()
     await index.ready_for(2**62)  # everything stored so far
     rates.append(f"Nod derived index first build: {index.watermark / (time.perf_counter() - began):,.0f} messages/s")
-    return HistorySearch(engine, MessageStore(engine, SystemClock()), index)
+    return history_search(engine, MessageStore(engine, SystemClock()), index)
 
 
 async def nod_rows(name: str, search: HistorySearch, owner: Owner, batch: list[Query]) -> list[tuple[str, dict[str, list[float]]]]:

@@ -18,7 +18,7 @@ from core.storage.database import create_engine
 from core.storage.memory_store import MEMORY_PATH, MemoryStore
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
-from core.storage.owners import OwnerStore
+from core.storage.owner_store import OwnerStore
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

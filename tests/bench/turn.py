@@ -23,9 +23,9 @@ from bot.settings import Settings
 from bot.wiring import build_gateway, services
 from core.agent.conductor import Conductor, Inbound
 from core.agent.model import ChatReply, ChatRequest, ToolCall
-from core.storage.messages import NewMessage, Role
+from core.message import NewMessage, Role
 from core.replies import Reply
-from core.storage.owners import Identity, Owner
+from core.owner import Identity, Owner
 from tests.bench.scale import messages_text, percentiles, vocabulary
 from tests.bench.storage import full_document
 

@@ -30,7 +30,7 @@ import aiohttp
 
 from bot.settings import Settings
 from bot.wiring import services
-from core.storage.owners import Identity
+from core.owner import Identity
 from tests.bench.scale import percentiles
 from tests.fakes import twilio_server as tw
 from tests.fakes.loopback import clean_env, free_port, wait_healthy

@@ -17,7 +17,7 @@ from core.agent.conductor import Conductor, Inbound
 from core.clock import FixedClock
 from core.errors import AlreadyExists
 from core.replies import Reply
-from core.storage.owners import Identity, Owner
+from core.owner import Identity, Owner
 from core.storage.schema import usage as usage_table
 from tests.fakes.model_server import FakeModelServer
 

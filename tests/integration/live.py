@@ -18,7 +18,7 @@ import aiohttp
 from adapters.web.app import build_app
 from bot.channels import TELEGRAM_PATH, Channels, channels
 from bot.settings import Settings
-from core.storage.owners import Identity
+from core.owner import Identity
 from tests.fakes import telegram_server as tg
 from tests.fakes import twilio_server as tw
 from tests.fakes.loopback import serve

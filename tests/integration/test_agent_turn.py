@@ -18,7 +18,7 @@ from core.agent.usage import PriceTable, UsageRecord
 from core.errors import ModelTimeout, UnreadableAnswer
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin, Skill
-from core.storage.messages import NewMessage, Role
+from core.message import NewMessage, Role
 from bot.settings import Settings
 from bot.wiring import services
 from core.clock import FixedClock
@@ -172,7 +172,7 @@ async def test_every_model_call_is_recorded_with_tokens_and_cost(nod: Harness) -
 
 
 async def test_spending_limit_asks_to_check_in_and_a_yes_raises_it(nod: Harness) -> None:
-    await nod.svc.owners.set_settings(nod.owner.id, replace(nod.owner.settings, spending_limit_usd=0.01))
+    await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, spending_limit_usd=0.01))
     await nod.svc.usage.record(UsageRecord(nod.owner.id, "agent", AGENT, 0, 0, 0.02, 1, "ok", START))
     await nod.say("plan my week")
     assert "Shall I keep going?" in nod.sink.sent[-1] and nod.server.requests == []
@@ -186,7 +186,7 @@ async def test_spending_limit_asks_to_check_in_and_a_yes_raises_it(nod: Harness)
 
 
 async def test_the_raise_ends_with_the_month(nod: Harness) -> None:
-    await nod.svc.owners.set_settings(nod.owner.id, replace(nod.owner.settings, spending_limit_usd=0.01))
+    await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, spending_limit_usd=0.01))
     await nod.svc.usage.record(UsageRecord(nod.owner.id, "agent", AGENT, 0, 0, 0.02, 1, "ok", START))
     await nod.say("plan my week")
     await nod.say("yes")

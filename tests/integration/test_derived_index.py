@@ -10,12 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex, sqlite_file
-from core.history.engine import Scope
-from core.history.search import HistorySearch
+from core.history.scope import Scope
+from bot.wiring import history_search
 from core.storage.database import create_engine
-from core.storage.messages import MessageStore, NewMessage, Role
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
-from core.storage.owners import Owner, OwnerStore
+from core.owner import Owner
+from core.storage.owner_store import OwnerStore
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
 
@@ -38,7 +40,7 @@ async def test_the_index_catches_up_before_each_search_and_answers_from_tantivy(
     engine, owner, store, db = await _setup(tmp_path)
     index = DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine)
     assert index is not None and index.watermark == 0
-    search = HistorySearch(engine, store, index)
+    search = history_search(engine, store, index)
     first = await _say(store, owner, 1, "We sailed to the Berlengas islands")
     assert [r["id"] for r in (await search.search(owner, {"query": "island"}))["results"]] == [first]
     assert index.watermark == first
@@ -58,7 +60,7 @@ async def test_a_second_process_reads_when_caught_up_and_falls_back_when_behind(
     assert await reader.ready_for(first)
     later = await _say(store, owner, 2, "Dinner at the harbour too")
     assert not await reader.ready_for(later)  # cannot write: FTS5 answers instead, exactly
-    answer = await HistorySearch(engine, store, reader).search(owner, {"query": "harbour"})
+    answer = await history_search(engine, store, reader).search(owner, {"query": "harbour"})
     assert sorted(r["id"] for r in answer["results"]) == [first, later] and answer["totalMatches"] == 2
     await engine.dispose()
 
@@ -72,7 +74,7 @@ async def test_an_index_of_another_format_is_rebuilt_from_the_database(tmp_path:
     message = await _say(store, owner, 1, "Remember the blue door")
     index = DerivedIndex(folder, engine)
     assert not (folder / "stale-file").exists() and index.watermark == 0
-    assert [r["id"] for r in (await HistorySearch(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
     await engine.dispose()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from core.agent.tools import TurnContext, TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
-from core.storage.messages import NewMessage, Role
+from core.message import NewMessage, Role
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 
@@ -145,7 +145,7 @@ async def test_no_selection_outside_owner_messages_or_past_the_spending_limit(no
     from core.agent.usage import UsageRecord
 
     await _setup(nod)
-    await nod.svc.owners.set_settings(nod.owner.id, replace(nod.owner.settings, spending_limit_usd=1.0))
+    await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, spending_limit_usd=1.0))
     await nod.svc.usage.record(UsageRecord(nod.owner.id, "agent", AGENT, 0, 0, 5.0, 1, "ok", START))
     owner = await nod.svc.owners.by_id(nod.owner.id)
     request = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "hi", "local", START))).message

@@ -12,9 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from core.clock import SystemClock
 from core.errors import InvalidInput, NotFound
 from core.history.derived import DerivedIndex
-from core.history.search import HistorySearch
-from core.storage.messages import MessageStore, NewMessage, Role
-from core.storage.owners import Owner, OwnerStore
+from bot.wiring import history_search
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
+from core.owner import Owner
+from core.storage.owner_store import OwnerStore
 
 T0 = datetime(2024, 5, 8, 12, 0, tzinfo=timezone.utc)
 
@@ -40,7 +42,7 @@ class Chat:
         index = None
         if MATCHER["kind"] == "derived":
             index = DerivedIndex(Path(str(engine.url.database) + ".search"), engine)
-        self.search_service = HistorySearch(engine, self.store, index)
+        self.search_service = history_search(engine, self.store, index)
         self.count = 0
 
     async def say(self, text: str, role: Role = Role.OWNER, at: datetime | None = None) -> int:

@@ -20,7 +20,7 @@ from core.memory import document as ops
 from core.memory.limits import MAX_DOCUMENT_BYTES
 from core.memory.codec import encoded_size
 from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin, Status
-from core.storage.messages import NewMessage, Role
+from core.message import NewMessage, Role
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text
 from tests.integration.harness import MEMORY, START, Harness, make_harness
@@ -91,7 +91,7 @@ async def test_quotes_sensitivity_and_stated_entries(nod: Harness) -> None:
     await nod.svc.maintenance.run()
     doc = await _doc(nod)
     assert [(e.path, e.origin, e.source_ids) for e in doc.entries] == [("about/name", Origin.STATED, (1,))]
-    await nod.svc.owners.set_settings(nod.owner.id, replace(nod.owner.settings, remember_sensitive=True))
+    await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, remember_sensitive=True))
     later = await _say(nod, "My asthma is fine now", ago=timedelta(minutes=30))
     nod.server.enqueue(MEMORY, reflected(add("about/asthma", "Has asthma", [later], "My asthma", sensitive=True)),
                        purpose="reflect")
@@ -132,7 +132,7 @@ async def test_a_failing_model_is_retried_on_two_more_ticks_then_the_batch_is_sk
 
 async def test_saving_off_skips_the_owner_entirely(nod: Harness) -> None:
     await _say(nod, "I collect vinyl records")
-    await nod.svc.owners.set_settings(nod.owner.id, replace(nod.owner.settings, saving_enabled=False))
+    await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, saving_enabled=False))
     assert [t.line() for t in await nod.svc.maintenance.run()] == ["Maya: skipped (saving is off)"]
     assert nod.server.requests == [] and (await _doc(nod)).maintenance.watermark == 0
 
@@ -200,7 +200,7 @@ async def test_two_workers_on_postgresql_run_each_owner_once(server: FakeModelSe
 
 async def test_reflection_waits_while_the_spending_limit_is_reached(nod: Harness) -> None:
     await _say(nod, "I collect vinyl records")
-    await nod.svc.owners.set_settings(nod.owner.id, replace(nod.owner.settings, spending_limit_usd=0.01))
+    await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, spending_limit_usd=0.01))
     await nod.svc.usage.record(UsageRecord(nod.owner.id, "agent", "gpt-4o-mini", 0, 0, 0.02, 1, "ok", START))
     assert [t.line() for t in await nod.svc.maintenance.run()] == ["Maya: skipped (spending limit reached; repair only)"]
     assert nod.server.requests == []

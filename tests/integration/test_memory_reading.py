@@ -10,13 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import SystemClock
 from core.errors import InvalidInput, NotFound
-from core.history.related import related_messages
+from core.storage.fulltext import FullText
 from core.memory import document as ops
 from core.memory.model import Evidence, MemoryDocument, Origin
 from core.memory.reading import memory_find, memory_read
 from core.memory.render import render_index
-from core.storage.messages import MessageStore, NewMessage, Role
-from core.storage.owners import OwnerStore
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
+from core.storage.owner_store import OwnerStore
 from core.storage.schema import messages
 
 NOW = datetime(2024, 6, 1, 9, 0, tzinfo=timezone.utc)
@@ -128,5 +129,5 @@ async def test_related_older_messages_share_the_most_words_and_skip_recent_cards
         await _say(store, owner_id, f"unrelated chatter {i}", n=i)
     recent_start = await _say(store, owner_id, "dinner restaurant Porto tonight?", n=20)
     thread = await store.active_thread(owner_id)
-    found = await related_messages(engine, store, thread, "Book dinner at the Porto restaurant again", recent_start)
+    found = await FullText(engine).related(thread, "Book dinner at the Porto restaurant again", recent_start, 6)
     assert [m.id for m in found] == [best, some]

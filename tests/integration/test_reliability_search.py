@@ -19,13 +19,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex
+from bot.wiring import history_search
 from core.history.search import HistorySearch
 from core.storage.database import create_engine
 from core.storage.memory_store import MemoryStore
-from core.storage.messages import MessageStore, NewMessage, Role
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
-from core.storage.owners import Owner, OwnerStore
+from core.owner import Owner
+from core.storage.owner_store import OwnerStore
 from core.tools.reading import ReadTools
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
@@ -35,7 +38,7 @@ async def _open(db: Path) -> tuple[AsyncEngine, MessageStore, HistorySearch]:
     engine = create_engine(f"sqlite+aiosqlite:///{db}")
     await migrate(engine)
     store = MessageStore(engine, SystemClock())
-    return engine, store, HistorySearch(engine, store, DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine))
+    return engine, store, history_search(engine, store, DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine))
 
 
 async def _say(store: MessageStore, owner: Owner, texts: list[str]) -> list[int]:

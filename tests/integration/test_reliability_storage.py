@@ -15,9 +15,10 @@ from core.clock import FixedClock
 from core.errors import InvalidInput
 from core.storage.database import create_engine
 from core.storage.health import DatabaseHealth
-from core.storage.messages import MessageStore, NewMessage, Role
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
-from core.storage.owners import OwnerStore
+from core.storage.owner_store import OwnerStore
 from tests.integration.faults import FAILURE, refusing
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)

@@ -16,8 +16,8 @@ from sqlalchemy import func, select
 
 from core.agent.conductor import TOO_LATE, Inbound
 from core.inbox.front import Incoming
-from core.storage.messages import NewMessage, Role
-from core.storage.owners import Identity
+from core.message import NewMessage, Role
+from core.owner import Identity
 from core.storage.schema import threads
 from tests.fakes.model_server import FakeModelServer, text
 from tests.integration.harness import AGENT, START, Harness, Sink, make_harness
@@ -131,7 +131,8 @@ async def test_two_postgresql_workers_recovering_at_once_answer_once(
         async for two in make_harness(tmp_path / "two", server, database_url=postgres_url, memory_model=None):
             sinks = (Sink(), Sink())
             doors = (one.svc.front_door(sinks[0]), two.svc.front_door(sinks[1]))
-            assert sum(await asyncio.gather(*(door.recover(("telegram",)) for door in doors))) == 2
+            taken = sum(await asyncio.gather(*(door.recover(("telegram",)) for door in doors)))
+            assert taken in (1, 2)  # the second may look after the first already answered
             await asyncio.wait_for(asyncio.gather(*(door.wait(one.owner.id) for door in doors)), 20)
             assert sinks[0].sent + sinks[1].sent == ["Answered once."] and len(server.calls()) == 1
             for door in doors:

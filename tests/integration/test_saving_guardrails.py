@@ -22,7 +22,7 @@ from core.agent.model import ToolCall
 from core.agent.tools import TurnContext, TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, MemoryDocument, Origin, Skill
-from core.storage.messages import NewMessage, Role
+from core.message import NewMessage, Role
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 
@@ -260,7 +260,7 @@ async def _seed(nod: Harness, case: Case) -> dict[str, int]:
         skill = Skill("book-train", "Book a train", "steps", START, START)
         await nod.svc.memory.update(nod.owner.id, lambda d: replace(d, skills=(skill,)))
     if case.saving_off:
-        await nod.svc.owners.set_settings(nod.owner.id, replace(nod.owner.settings, saving_enabled=False))
+        await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, saving_enabled=False))
     return ids
 
 

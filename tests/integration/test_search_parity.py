@@ -19,11 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex
-from core.history.search import HistorySearch
+from bot.wiring import history_search
 from core.storage.database import create_engine
-from core.storage.messages import MessageStore, NewMessage, Role
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
-from core.storage.owners import OwnerStore
+from core.storage.owner_store import OwnerStore
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=timezone.utc)
@@ -79,7 +80,7 @@ async def _answers(engine: AsyncEngine, derived: bool = False) -> list[Any]:
         for i, (role, text) in enumerate(CONVERSATION)
     ])
     index = DerivedIndex(Path(str(engine.url.database) + ".search"), engine) if derived else None
-    search = HistorySearch(engine, store, index)
+    search = history_search(engine, store, index)
     answers = []
     for call in CALLS:
         answer = await search.search(owner, call)

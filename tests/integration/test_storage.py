@@ -19,10 +19,12 @@ from core.memory import document as ops
 from core.memory.model import Origin
 from core.storage.database import create_engine
 from core.storage.memory_store import MEMORY_PATH, MemoryStore
-from core.storage.messages import MessageStore, NewMessage, Role
+from core.message import NewMessage, Role
+from core.storage.message_store import MessageStore
 from core.storage.migrations import MIGRATIONS, migrate
 from core.storage.objects import ObjectStore
-from core.storage.owners import Identity, OwnerStore
+from core.owner import Identity
+from core.storage.owner_store import OwnerStore
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
 

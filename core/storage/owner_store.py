@@ -7,64 +7,18 @@ and still has one memory and one conversation.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.errors import AlreadyExists, InvalidInput, NotFound, StaleWrite
+from core.owner import Identity, Owner, OwnerSettings, check_time_zone
 from core.storage.database import writing
-from core.errors import AlreadyExists, InvalidInput, NotFound
 from core.storage.schema import identities, owners
-
-
-@dataclass(frozen=True)
-class OwnerSettings:
-    saving_enabled: bool = True
-    remember_sensitive: bool = False
-    spending_limit_usd: float | None = None  # per month in the owner's zone; None: the default
-    spending_raised_period: str | None = None  # "YYYY-MM" the owner said yes to spending more in
-    spending_raised_usd: float = 0.0
-    spending_checkin_period: str | None = None  # "YYYY-MM" Nod asked to check in about
-
-    @classmethod
-    def from_json(cls, body: str) -> OwnerSettings:
-        data = json.loads(body or "{}")
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-
-@dataclass(frozen=True)
-class Identity:
-    channel: str
-    external_id: str
-
-
-@dataclass(frozen=True)
-class Owner:
-    id: int
-    name: str
-    time_zone: str
-    settings: OwnerSettings
-    created_at: datetime
-
-    @property
-    def zone(self) -> ZoneInfo:
-        return ZoneInfo(self.time_zone)
-
-
-def check_time_zone(name: str) -> str:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidInput(f"Unknown time zone {name!r}; use an IANA name such as Europe/Lisbon.") from exc
-    return name
 
 
 def _owner(row: object) -> Owner:
@@ -75,6 +29,9 @@ def _owner(row: object) -> Owner:
         settings=OwnerSettings.from_json(row.settings),  # type: ignore[attr-defined]
         created_at=row.created_at,  # type: ignore[attr-defined]
     )
+
+
+MAX_ATTEMPTS = 50
 
 
 class OwnerStore:
@@ -173,8 +130,25 @@ class OwnerStore:
         async with writing(self._engine) as conn:
             await conn.execute(update(owners).where(owners.c.id == owner_id).values(time_zone=time_zone))
 
-    async def set_settings(self, owner_id: int, settings: OwnerSettings) -> None:
-        async with writing(self._engine) as conn:
-            await conn.execute(
-                update(owners).where(owners.c.id == owner_id).values(settings=settings.to_json())
-            )
+    async def update_settings(self, owner_id: int, change: Callable[[OwnerSettings], OwnerSettings]) -> Owner:
+        """Apply ``change`` to the settings as stored now and save them by compare-and-swap.
+
+        Two writers (a page switch and a spending check-in, two workers) each re-read and
+        re-apply when the other got there first, so neither silently undoes the other.
+        """
+        for _attempt in range(MAX_ATTEMPTS):
+            async with self._engine.connect() as conn:
+                row = (await conn.execute(select(owners).where(owners.c.id == owner_id))).first()
+            if row is None:
+                raise NotFound(f"No owner with id {owner_id}.")
+            current = _owner(row)
+            changed = change(current.settings)
+            if changed == current.settings:
+                return current
+            async with writing(self._engine) as conn:
+                result = await conn.execute(
+                    update(owners).where(owners.c.id == owner_id, owners.c.settings_version == row.settings_version)
+                    .values(settings=changed.to_json(), settings_version=row.settings_version + 1))
+            if result.rowcount == 1:
+                return replace(current, settings=changed)
+        raise StaleWrite(f"The owner's settings kept changing; gave up after {MAX_ATTEMPTS} attempts.")

@@ -19,7 +19,6 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from enum import Enum
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, insert, select, update
@@ -30,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.storage.database import writing
 from core.clock import Clock
+from core.message import Appended, NewMessage, Role, StoredMessage
 from core.errors import InvalidInput
 from core.secrets import contains_secret
 from core.storage.schema import messages, owners, threads
@@ -41,54 +41,7 @@ LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
 log = logging.getLogger("nod.messages")
 
 
-class Role(str, Enum):
-    OWNER = "owner"
-    ASSISTANT = "assistant"
-    TOOL = "tool"
-
-
-@dataclass(frozen=True)
-class NewMessage:
-    owner_id: int
-    role: Role
-    text: str
-    channel: str
-    sent_at: datetime
-    external_id: str | None = None
-    card_title: bool = False
-    attachment: bool = False
-    forwarded: bool = False
-    origin: str | None = None
-    address: str | None = None  # who on the channel sent it: the reply goes there
-    awaiting: bool = False  # an owner request whose turn has not answered yet
-
-
-@dataclass(frozen=True)
-class StoredMessage:
-    id: int
-    owner_id: int
-    thread_id: int
-    role: Role
-    text: str
-    sent_at: datetime
-    channel: str
-    external_id: str | None
-    card_title: bool
-    attachment: bool
-    forwarded: bool
-    secret: bool
-    origin: str | None
-    address: str | None = None
-    awaiting: bool = False
-
-
-@dataclass(frozen=True)
-class Appended:
-    message: StoredMessage
-    created: bool
-
-
-def _stored(row: Any) -> StoredMessage:
+def stored_message(row: Any) -> StoredMessage:
     return StoredMessage(
         id=row.id,
         owner_id=row.owner_id,
@@ -231,10 +184,10 @@ class MessageStore:
                         )
                     )
                 )
-                stored = _stored(existing.one())
+                stored = stored_message(existing.one())
                 log.info("message_redelivered owner=%s message=%s", stored.owner_id, stored.id)
                 return Appended(stored, created=False)
-        stored = _stored(row)
+        stored = stored_message(row)
         log.info(
             "message_stored owner=%s message=%s role=%s channel=%s secret=%s",
             stored.owner_id, stored.id, stored.role.value, stored.channel, stored.secret,
@@ -250,7 +203,7 @@ class MessageStore:
         async with writing(self._engine) as conn:
             row = (await conn.execute(insert(messages).values(**values).returning(*messages.c))).one()
             await conn.execute(self._settling(owner_id, request_id))
-        stored = _stored(row)
+        stored = stored_message(row)
         log.info("message_stored owner=%s message=%s role=%s channel=%s answers=%s",
                  owner_id, stored.id, stored.role.value, stored.channel, request_id)
         return stored
@@ -276,7 +229,7 @@ class MessageStore:
         """Each owner's newest request that no turn has answered, oldest owner first."""
         query = select(messages).where(messages.c.awaiting).order_by(messages.c.owner_id, messages.c.id)
         async with self._engine.connect() as conn:
-            rows = [_stored(r) for r in (await conn.execute(query)).all()]
+            rows = [stored_message(r) for r in (await conn.execute(query)).all()]
         newest: dict[int, StoredMessage] = {}
         for message in rows:
             newest[message.owner_id] = message
@@ -297,7 +250,7 @@ class MessageStore:
     async def get(self, message_id: int) -> StoredMessage | None:
         async with self._engine.connect() as conn:
             row = (await conn.execute(select(messages).where(messages.c.id == message_id))).first()
-        return _stored(row) if row else None
+        return stored_message(row) if row else None
 
     async def get_many(self, ids: Iterable[int]) -> dict[int, StoredMessage]:
         wanted = list(dict.fromkeys(ids))
@@ -305,7 +258,7 @@ class MessageStore:
             return {}
         async with self._engine.connect() as conn:
             rows = await conn.execute(select(messages).where(messages.c.id.in_(wanted)))
-            return {row.id: _stored(row) for row in rows}
+            return {row.id: stored_message(row) for row in rows}
 
     async def recent(
         self, owner_id: int, limit: int, role: Role | None = None
@@ -318,7 +271,7 @@ class MessageStore:
         query = query.order_by(messages.c.id.desc()).limit(limit)
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query)).all()
-        return [_stored(r) for r in reversed(rows)]
+        return [stored_message(r) for r in reversed(rows)]
 
     async def owner_messages_after(
         self, owner_id: int, after_id: int, limit: int, sent_before: datetime
@@ -332,7 +285,7 @@ class MessageStore:
             .limit(limit)
         )
         async with self._engine.connect() as conn:
-            rows = [_stored(r) for r in (await conn.execute(query)).all()]
+            rows = [stored_message(r) for r in (await conn.execute(query)).all()]
         young = next((n for n, m in enumerate(rows) if m.sent_at >= sent_before), len(rows))
         return rows[:young]
 

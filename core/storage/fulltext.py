@@ -1,51 +1,32 @@
-"""The full-text queries, one per backend, behind one set of functions.
+"""The database's own full-text index, one query per backend behind one class.
 
 SQLite answers with FTS5 (``porter unicode61 remove_diacritics 2``) ranked by BM25;
 PostgreSQL with an accent-folding english ``tsvector`` (the nod_search configuration)
-and a GIN index, ranked by ``ts_rank_cd``. Both index a message's own words and, as a second, lower-weighted field, the words of the
-message just before it (migration 3 writes that field as each message arrives).
-Everything above this module is backend-neutral: it passes a scope (the thread, the
-snapshot id, the dates) and the query's words, and gets back ids, scores and rows. The
-words are bound as parameters and, for FTS5, each is quoted as a phrase, so nothing the
-owner typed is ever read as query syntax. Ties are broken by id so that every ordering is
-total and paging is stable.
+and a GIN index, ranked by ``ts_rank_cd``. Both index a message's own words and, as a
+second, lower-weighted field, the words of the message just before it (migration 3 writes
+that field as each message arrives). ``FullText`` is the Matcher history_search uses when
+the derived index cannot answer, and the conversation port for everything else a search
+reads (snapshots, periods, neighbours, windows, related older messages). The words are
+bound as parameters and, for FTS5, each is quoted as a phrase, so nothing the owner typed
+is ever read as query syntax. Ties are broken by id so that every ordering is total and
+paging is stable.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, column, func, literal_column, select, table, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
+from core.message import StoredMessage
+from core.storage.message_store import stored_message
 from core.storage.schema import messages
+from core.text import query_terms, stems
 
 _fts = table("search_fts", column("rowid"))
-CONTEXT_WEIGHT = 0.4  # the previous message's words count this much of the message's own
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Which messages a search may see: one thread, up to a snapshot id, within dates."""
-
-    thread_id: int
-    snapshot: int
-    start: datetime | None = None
-    end: datetime | None = None
-    before: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Hit:
-    id: int
-    role: str
-    text: str
-    score: float
-
-
 def _scope_filter(scope: Scope) -> ColumnElement[bool]:
     conditions = [
         messages.c.thread_id == scope.thread_id,
@@ -207,3 +188,80 @@ async def window(conn: AsyncConnection, thread_id: int, message_id: int, each_si
     return sorted([*found, message_id])
 
 
+RELATED_CANDIDATES = 60
+_owner_fts = table("messages_fts", column("rowid"), column("rank"))
+
+
+async def related(conn: AsyncConnection, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]:
+    """Up to ``count`` owner messages with id below ``older_than`` sharing the most words, oldest first.
+
+    Candidates come from the owner-only index (a message's own words, not its
+    neighbours'); they are ordered by how many distinct words of the request they share,
+    then by relevance, then newest first. Card titles and messages with a secret never come.
+    """
+    terms = query_terms(request)
+    if not terms.terms:
+        return []
+    base = and_(
+        messages.c.thread_id == thread_id, messages.c.role == "owner", messages.c.id < older_than,
+        messages.c.card_title.is_(False), messages.c.secret.is_(False),
+    )
+    if conn.dialect.name == "sqlite":
+        query = (
+            select(messages, (-_owner_fts.c.rank).label("score"))
+            .select_from(_owner_fts.join(messages, messages.c.id == _owner_fts.c.rowid))
+            .where(text("messages_fts MATCH :m").bindparams(m=fts5_match(terms.terms)), base)
+        )
+    else:
+        tsq = tsquery_any(terms.terms)
+        vector = literal_column("messages.text_tsv")
+        query = select(messages, func.ts_rank_cd(vector, tsq).label("score")).where(vector.op("@@")(tsq), base)
+    query = query.order_by(literal_column("score").desc(), messages.c.id.desc()).limit(RELATED_CANDIDATES)
+    rows = (await conn.execute(query)).all()
+    wanted = terms.stems
+    found = [(stored_message(r), float(r.score)) for r in rows]
+    best = sorted(found, key=lambda pair: (-len(wanted & stems(pair[0].text)), -pair[1], -pair[0].id))[:count]
+    return sorted((m for m, _ in best), key=lambda m: m.id)
+
+
+class FullText:
+    """The database's index as a Matcher, and the conversation reads of a search."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def snapshot(self, thread_id: int) -> int:
+        async with self._engine.connect() as conn:
+            return await snapshot(conn, thread_id)
+
+    async def count_matches(self, terms: Sequence[str], scope: Scope) -> int:
+        async with self._engine.connect() as conn:
+            return await count_matches(conn, terms, scope)
+
+    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
+        async with self._engine.connect() as conn:
+            return await ranked(conn, terms, scope, limit, offset)
+
+    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
+        async with self._engine.connect() as conn:
+            return await newest(conn, terms, scope, limit, offset)
+
+    async def count_period(self, scope: Scope) -> int:
+        async with self._engine.connect() as conn:
+            return await count_period(conn, scope)
+
+    async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]:
+        async with self._engine.connect() as conn:
+            return await period(conn, scope, newest_first, limit, offset)
+
+    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
+        async with self._engine.connect() as conn:
+            return await neighbours(conn, thread_id, ids, reach)
+
+    async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]:
+        async with self._engine.connect() as conn:
+            return await window(conn, thread_id, message_id, each_side)
+
+    async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]:
+        async with self._engine.connect() as conn:
+            return await related(conn, thread_id, request, older_than, count)

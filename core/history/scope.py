@@ -1,0 +1,39 @@
+"""What a search may see and what a matcher returns: values shared by every backend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+CONTEXT_WEIGHT = 0.4  # the previous message's words count this much of the message's own
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which messages a search may see: one thread, up to a snapshot id, within dates."""
+
+    thread_id: int
+    snapshot: int
+    start: datetime | None = None
+    end: datetime | None = None
+    before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: int
+    role: str
+    text: str
+    score: float
+
+
+class Matcher(Protocol):
+    """Finds and orders the messages matching a query's words: the database's index, or tantivy."""
+
+    async def count_matches(self, terms: Sequence[str], scope: Scope) -> int: ...
+
+    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]: ...
+
+    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]: ...

@@ -1,0 +1,132 @@
+"""The ports: what the core needs from storage, as ``typing.Protocol``s.
+
+The turn, evidence, saving, maintenance and inbox packages are written against these and
+never import SQLAlchemy or tantivy; ``core.storage`` (and the derived search index in
+``core.history.derived``) implement them over a real database, ``bot.wiring`` plugs them
+in, and unit tests run the same rules on in-memory fakes (``tests/fakes/ports.py``).
+The values they carry live in ``core.message``, ``core.owner`` and ``core.memory.model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, Protocol, TypeVar
+
+from core.history.scope import Matcher, Scope
+from core.memory.model import MemoryDocument
+from core.message import Appended, NewMessage, Role, StoredMessage
+from core.owner import Identity, Owner, OwnerSettings
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class VersionedDocument:
+    """A memory document as stored, with the version a compare-and-swap names."""
+
+    document: MemoryDocument
+    version: int
+
+
+@dataclass(frozen=True)
+class Changed(Generic[T]):
+    """What a memory operation made: the new document, and what it reports (saved paths, counts…)."""
+
+    document: MemoryDocument
+    result: T
+
+
+@dataclass(frozen=True)
+class Saved(Generic[T]):
+    """The document as saved (or found unchanged) and what the operation reported on that try."""
+
+    document: MemoryDocument
+    version: int
+    result: T
+
+
+class Messages(Protocol):
+    """The conversation as stored: owner's words and Nod's, threads, requests awaiting answers."""
+
+    async def append(self, message: NewMessage) -> Appended: ...
+
+    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage: ...
+
+    async def settle(self, owner_id: int, up_to: int | None = None) -> None: ...
+
+    async def is_awaiting(self, message_id: int) -> bool: ...
+
+    async def awaiting_requests(self) -> list[StoredMessage]: ...
+
+    async def get(self, message_id: int) -> StoredMessage | None: ...
+
+    async def get_many(self, ids: Iterable[int]) -> Mapping[int, StoredMessage]: ...
+
+    async def recent(self, owner_id: int, limit: int, role: Role | None = None) -> list[StoredMessage]: ...
+
+    async def owner_messages_after(
+        self, owner_id: int, after_id: int, limit: int, sent_before: datetime) -> list[StoredMessage]: ...
+
+    async def active_thread(self, owner_id: int) -> int: ...
+
+    async def reset_thread(self, owner_id: int) -> int: ...
+
+
+class Conversation(Protocol):
+    """What a search reads besides its matches: snapshots, periods, neighbours, related messages."""
+
+    async def snapshot(self, thread_id: int) -> int: ...
+
+    async def count_period(self, scope: Scope) -> int: ...
+
+    async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]: ...
+
+    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]: ...
+
+    async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]: ...
+
+    async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]: ...
+
+
+class SearchIndex(Matcher, Protocol):
+    """A faster Matcher kept beside the database; it says per search whether it may answer."""
+
+    async def ready_for(self, snapshot: int) -> bool: ...
+
+
+class Keys(Protocol):
+    """Secrets Nod keeps in its database (the cursor signing key), made with the database."""
+
+    async def key(self, name: str) -> bytes: ...
+
+
+class MemoryRepository(Protocol):
+    """One memory document per owner, written only by compare-and-swap."""
+
+    async def load(self, owner_id: int) -> VersionedDocument: ...
+
+    async def update(self, owner_id: int, operation: Callable[[MemoryDocument], MemoryDocument]) -> VersionedDocument: ...
+
+    async def apply(self, owner_id: int, operation: Callable[[MemoryDocument], Changed[T]]) -> Saved[T]: ...
+
+
+class Owners(Protocol):
+    async def add(self, name: str, time_zone: str, links: tuple[Identity, ...], now: datetime) -> Owner: ...
+
+    async def by_id(self, owner_id: int) -> Owner: ...
+
+    async def by_name(self, name: str) -> Owner: ...
+
+    async def by_identity(self, link: Identity) -> Owner | None: ...
+
+    async def identities(self, owner_id: int) -> tuple[Identity, ...]: ...
+
+    async def all(self) -> list[tuple[Owner, tuple[Identity, ...]]]: ...
+
+    async def update_settings(self, owner_id: int, change: Callable[[OwnerSettings], OwnerSettings]) -> Owner: ...
+
+
+class Receipts(Protocol):
+    async def first(self, owner_id: int, channel: str, external_id: str, kind: str, now: datetime) -> bool: ...
