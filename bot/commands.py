@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 from bot.wiring import Services
 from core.errors import InvalidInput
 from core.memory import document as memory_ops
+from core.ports import Changed
 from core.memory.codec import to_json
 from core.memory.importer import ImportResult, import_answer
 from core.memory.model import MemoryDocument, Origin
@@ -169,14 +170,11 @@ async def memory_import(svc: Services, owner_name: str, path: Path) -> str:
         answer = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"Cannot read {path} as UTF-8 text.") from exc
-    outcome: list[ImportResult] = []
+    def change(doc: MemoryDocument) -> Changed[ImportResult]:
+        imported = import_answer(doc, answer, svc.clock.now())
+        return Changed(imported.document if imported.saved else doc, imported)
 
-    def change(doc: MemoryDocument) -> MemoryDocument:
-        outcome[:] = [import_answer(doc, answer, svc.clock.now())]
-        return outcome[0].document if outcome[0].saved else doc
-
-    await svc.memory.update(owner.id, change)
-    result = outcome[0]
+    result = (await svc.memory.apply(owner.id, change)).result
     lines = [f"Saved {len(result.saved)} notes, skipped {len(result.skipped)}."]
     lines += [f"skipped ({why}): {preview}" for preview, why in result.skipped]
     return "\n".join(lines)

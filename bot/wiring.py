@@ -145,11 +145,11 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         spending = Spending(usage, owners, clock, settings.spending_limit_usd)
         gateway = build_gateway(settings, usage, clock)
         small = settings.agent_context_tokens is not None and settings.agent_context_tokens < SMALL_CONTEXT_TOKENS
-        selector = Selector(gateway, spending, history, memory, messages, small)
+        selector = Selector(gateway, history, messages, small)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
             conversation=fulltext, tools=TurnTools(reads, memory, _saving(gateway, messages, memory, owners, clock)), clock=clock,
-            evidence=selector, check=ReplyChecker(gateway, spending, memory, selector),
+            evidence=selector, check=ReplyChecker(gateway, selector),
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
         locks = DatabaseLocks(engine)

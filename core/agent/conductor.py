@@ -48,7 +48,7 @@ from typing import Protocol
 
 from core.agent.slots import DEFAULT_SLOTS as MAX_TURNS
 from core.agent.slots import WorkSlots
-from core.agent.tools import TurnContext, TurnOrigin
+from core.agent.turn_context import TurnOrigin, begin
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.errors import DeliveryFailed
 from core.replies import Reply
@@ -240,7 +240,8 @@ class Conductor:
 
     async def _run(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         current = await self._deps_owner(owner)
-        ctx = TurnContext(current, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id)
+        ctx = await begin(current, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id,
+                          self._deps.memory, self._deps.spending)
         try:
             outcome = await run_turn(self._deps, ctx, request)
         except asyncio.CancelledError:

@@ -14,14 +14,15 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from core.agent.model import ChatModel, ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
 from core.agent.slots import waiting_elsewhere
 from core.agent.usage import PriceTable, UsageLedger, UsageRecord
 from core.clock import Clock
+from core.structured import Answer, parse_answer, strict_schema
 from core.errors import (
     ConfigError,
     ModelError,
@@ -32,6 +33,7 @@ from core.errors import (
 )
 
 log = logging.getLogger("nod.gateway")
+A = TypeVar("A", bound=Answer)
 AGENT = "agent"
 
 
@@ -105,16 +107,15 @@ class Gateway:
         request = ChatRequest(str(self.roles.agent_model), messages, tools)
         return await self._call(owner_id, AGENT, self._agent, request, self.roles.agent_deadline_s)
 
-    async def memory_json(
-        self, owner_id: int, purpose: str, messages: Sequence[Message], schema: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """One structured memory-model call named ``purpose``; its JSON object or ModelError."""
+    async def ask(self, owner_id: int, answer: type[A], messages: Sequence[Message]) -> A:
+        """One structured memory-model call; the answer as ``answer`` (its schema is what was asked)."""
         if self._memory is None:
             raise ConfigError("No memory model is configured (NOD_MEMORY_MODEL).")
-        request = ChatRequest(str(self.roles.memory_model), messages, schema=JsonSchema(purpose, schema))
+        purpose = answer.purpose
+        request = ChatRequest(str(self.roles.memory_model), messages, schema=JsonSchema(purpose, strict_schema(answer)))
         reply = await self._call(owner_id, purpose, self._memory, request, self.roles.memory_deadline_s)
         try:
-            return parse_json_object(reply.text)
+            return parse_answer(answer, parse_json_object(reply.text))
         except UnreadableAnswer:
             log.warning("model_answer_unreadable owner=%s purpose=%s chars=%s", owner_id, purpose, len(reply.text))
             raise

@@ -29,24 +29,6 @@ log = logging.getLogger("nod.agent.tools")
 MAX_RESULT_CHARS = 60_000
 
 
-class TurnOrigin(str, Enum):
-    """What started a turn; the saving rules read it (memory_learn needs OWNER_MESSAGE or TASK)."""
-
-    OWNER_MESSAGE = "owner_message"
-    TASK = "task"
-    SCHEDULE = "schedule"
-    EVENT = "event"
-    SUBAGENT = "subagent"
-
-
-@dataclass(frozen=True)
-class TurnContext:
-    owner: Owner
-    origin: TurnOrigin
-    thread_id: int
-    request_id: int | None  # the owner message the turn answers, when an owner started it
-
-
 @dataclass(frozen=True)
 class ToolOutcome:
     name: str

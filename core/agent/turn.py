@@ -19,7 +19,8 @@ from core.agent.context import RECENT_TURNS, TurnInputs, turn_messages
 from core.agent.gateway import Gateway
 from core.agent.model import ChatReply, Message
 from core.agent.spending import Spending
-from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnContext, TurnOrigin, TurnTools, offered_choices
+from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnTools, offered_choices
+from core.agent.turn_context import TurnContext, TurnOrigin
 from core.clock import Clock
 from core.errors import ModelError, ModelRefused, ModelTimeout
 from core.memory.render import render_index
@@ -115,9 +116,8 @@ async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> T
     recent = [m for m in await deps.messages.recent(ctx.owner.id, RECENT_TURNS + 1) if m.id != request.id]
     oldest = min((m.id for m in recent), default=request.id)
     related = await deps.conversation.related(ctx.thread_id, request.text, oldest, RELATED_COUNT)
-    doc = (await deps.memory.load(ctx.owner.id)).document
     packet = await deps.evidence.packet(ctx, request)
-    return TurnInputs(ctx.owner, deps.clock.now(), render_index(doc), related, recent, request, packet)
+    return TurnInputs(ctx.owner, deps.clock.now(), render_index(ctx.document), related, recent, request, packet)
 
 
 async def _loop(deps: TurnDeps, ctx: TurnContext, messages: list[Message]) -> tuple[str, int, list[ToolOutcome]]:
@@ -145,7 +145,7 @@ async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> 
         raised = await deps.spending.answer(ctx.owner, request.text)
         if raised is not None:
             return TurnOutcome(raised)
-    capacity = await deps.spending.capacity(ctx.owner)
+    capacity = ctx.state.capacity
     if capacity.exhausted:
         log.info("spending_checkin owner=%s spent=%.4f limit=%s", ctx.owner.id, capacity.spent_usd, capacity.limit_usd)
         return TurnOutcome(await deps.spending.ask(ctx.owner, capacity))

@@ -16,24 +16,25 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import ClassVar, Literal
 
 from core.agent.gateway import Gateway
-from core.agent.spending import Spending
-from core.agent.tools import READS, ToolOutcome, TurnContext
+from core.agent.tools import READS, ToolOutcome
+from core.agent.turn_context import TurnContext
 from core.errors import ConfigError, ModelError
 from core.evidence.selection import Selector, bounded_input
 from core.memory.render import index_lines
+from core.structured import Answer
 from core.message import StoredMessage
-from core.ports import MemoryRepository
 
 log = logging.getLogger("nod.evidence")
 MAX_READS_CHARS = 80_000
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": ["keep", "revise"]}, "text": {"type": "string"}},
-    "required": ["verdict", "text"],
-}
+
+
+class ReplyVerdict(Answer):
+    purpose: ClassVar[str] = "reply_check"
+    verdict: Literal["keep", "revise"]
+    text: str = ""
 INSTRUCTIONS = """Check a personal assistant's draft reply before it is sent. Compare its personal
 claims about the owner with the saved notes, the selected evidence and the reads made
 during the turn. If a claim is wrong or a relevant saved fact should shape the advice,
@@ -58,10 +59,8 @@ def _reads(reads: Sequence[ToolOutcome]) -> tuple[list[str], int]:
 
 
 class ReplyChecker:
-    def __init__(self, gateway: Gateway, spending: Spending, memory: MemoryRepository, selector: Selector) -> None:
+    def __init__(self, gateway: Gateway, selector: Selector) -> None:
         self._gateway = gateway
-        self._spending = spending
-        self._memory = memory
         self._selector = selector
 
     async def check(self, ctx: TurnContext, request: StoredMessage, draft: str, reads: Sequence[ToolOutcome]) -> str:
@@ -71,20 +70,19 @@ class ReplyChecker:
         key = int.from_bytes(hashlib.sha256(draft.encode()).digest()[:8], "big")
         if key in state.checked:
             return state.checked[key]
-        if not await self._spending.allows_optional_calls(ctx.owner):
+        if not ctx.may_spend:
             return draft
-        doc = (await self._memory.load(ctx.owner.id)).document
+        doc = ctx.document
         kept, omitted = _reads(reads)
         payload = {"request": request.text, "draft": draft, "saved_notes": index_lines(doc), "evidence": state.packet,
                    "reads": kept, "reads_omitted": omitted}
         result = draft
         try:
-            answer = await self._gateway.memory_json(ctx.owner.id, "reply_check", [
+            answer = await self._gateway.ask(ctx.owner.id, ReplyVerdict, [
                 {"role": "system", "content": INSTRUCTIONS},
-                {"role": "user", "content": bounded_input(payload)}], SCHEMA)
-            revised = answer.get("text")
-            if answer.get("verdict") == "revise" and isinstance(revised, str) and revised.strip():
-                result = revised.strip()
+                {"role": "user", "content": bounded_input(payload)}])
+            if answer.verdict == "revise" and answer.text.strip():
+                result = answer.text.strip()
                 log.info("reply_revised owner=%s", ctx.owner.id)
         except (ModelError, ConfigError) as exc:
             log.info("reply_check_skipped owner=%s error=%s", ctx.owner.id, type(exc).__name__)

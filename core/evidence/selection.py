@@ -19,35 +19,41 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from core.agent.gateway import Gateway
-from core.agent.spending import Spending
-from core.agent.tools import TurnContext, TurnOrigin
+from core.agent.turn_context import TurnContext, TurnOrigin
 from core.errors import ConfigError, ModelError, NodError
 from core.evidence.packet import MessageRecord, NoteRecord, build_packet
 from core.history.search import HistorySearch
 from core.memory.model import MemoryDocument
 from core.memory.render import label_of
+from core.structured import Answer
 from core.message import StoredMessage
-from core.ports import MemoryRepository, Messages
+from core.ports import Messages
 
 log = logging.getLogger("nod.evidence")
 MAX_SEARCHES = 5
 MAX_PAGES = 5
 MAX_MESSAGES = 100
 MAX_INPUT_CHARS = 256_000
-_LIST = {"type": "array", "items": {"type": "string"}}
-SELECT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"notes": _LIST, "searches": _LIST, "totals": {"type": "boolean"}},
-    "required": ["notes", "searches", "totals"],
-}
-RANK_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"notes": _LIST, "messages": {"type": "array", "items": {"type": "integer"}}},
-    "required": ["notes", "messages"],
-}
+
+
+class EvidenceChoice(Answer):
+    """The first call: which notes bear on the request, which searches to run, totals or not."""
+
+    purpose: ClassVar[str] = "evidence_selection"
+    notes: list[str] = []
+    searches: list[str] = []
+    totals: bool = False
+
+
+class EvidenceRanking(Answer):
+    """The second call: the supplied notes and messages that are evidence, most useful first."""
+
+    purpose: ClassVar[str] = "evidence_selection"
+    notes: list[str] = []
+    messages: list[int] = []
 SELECT = """Select evidence for a personal assistant's answer. Given the owner's request and their
 saved notes, list the note paths that bear on it (connect indirect questions to preferences
 and possessions), up to five short searches of the conversation (related concepts, names of
@@ -72,12 +78,9 @@ def bounded_input(payload: dict[str, Any]) -> str:
 
 
 class Selector:
-    def __init__(self, gateway: Gateway, spending: Spending, history: HistorySearch, memory: MemoryRepository,
-                 messages: Messages, small_context: bool = False) -> None:
+    def __init__(self, gateway: Gateway, history: HistorySearch, messages: Messages, small_context: bool = False) -> None:
         self._gateway = gateway
-        self._spending = spending
         self._history = history
-        self._memory = memory
         self._messages = messages
         self._small = small_context
         self._turns: dict[int, TurnEvidence] = {}
@@ -89,30 +92,30 @@ class Selector:
         self._turns[ctx.owner.id] = state = TurnEvidence(request.id)  # a new request clears the old
         if ctx.origin is not TurnOrigin.OWNER_MESSAGE or not self._gateway.memory_configured:
             return None
-        if not await self._spending.allows_optional_calls(ctx.owner):
+        if not ctx.may_spend:
             return None
-        doc = (await self._memory.load(ctx.owner.id)).document
+        doc = ctx.document
         try:
-            chosen = await self._gateway.memory_json(ctx.owner.id, "evidence_selection", [
+            chosen = await self._gateway.ask(ctx.owner.id, EvidenceChoice, [
                 {"role": "system", "content": SELECT},
                 {"role": "user", "content": bounded_input({"request": request.text,
                                                        "notes": [{"path": e.path, "text": e.text} for e in doc.entries]})},
-            ], SELECT_SCHEMA)
+            ])
         except (ModelError, ConfigError) as exc:
             log.info("evidence_selection_skipped owner=%s error=%s", ctx.owner.id, type(exc).__name__)
             return None
-        paths = _kept_paths(chosen.get("notes"), doc, ctx.owner.id)
-        found, left_out = await self._search(ctx, chosen.get("searches"), request.id)
+        paths = _kept_paths(chosen.notes, doc, ctx.owner.id)
+        found, left_out = await self._search(ctx, chosen.searches, request.id)
         if not paths and not found:
             return None
         paths, ids = await self._rank(ctx, request, doc, paths, found)
-        state.packet = await self._build(ctx, doc, paths, [found[i] for i in ids], chosen.get("totals") is True, left_out)
+        state.packet = await self._build(ctx, doc, paths, [found[i] for i in ids], chosen.totals, left_out)
         return state.packet
 
-    async def _search(self, ctx: TurnContext, searches: Any, request_id: int) -> tuple[dict[int, dict[str, Any]], int]:
+    async def _search(self, ctx: TurnContext, searches: list[str], request_id: int) -> tuple[dict[int, dict[str, Any]], int]:
         found: dict[int, dict[str, Any]] = {}
         left_out = 0
-        queries = [q for q in searches if isinstance(q, str) and q.strip()] if isinstance(searches, list) else []
+        queries = [q for q in searches if q.strip()]
         for query in queries[:MAX_SEARCHES]:
             args: dict[str, Any] = {"query": query, "limit": 20}
             for _ in range(MAX_PAGES):
@@ -140,13 +143,13 @@ class Selector:
             "messages": [{"id": i, "sent_at": r["sent_at"], "role": r["role"], "text": r["text"]} for i, r in found.items()],
         }
         try:
-            ranked = await self._gateway.memory_json(ctx.owner.id, "evidence_selection", [
-                {"role": "system", "content": RANK}, {"role": "user", "content": bounded_input(payload)}], RANK_SCHEMA)
+            ranked = await self._gateway.ask(ctx.owner.id, EvidenceRanking, [
+                {"role": "system", "content": RANK}, {"role": "user", "content": bounded_input(payload)}])
         except (ModelError, ConfigError):
             return paths, list(found)  # the search order stands in for the ranking
-        kept_paths = [p for p in _kept_paths(ranked.get("notes"), doc, ctx.owner.id) if p in paths]
-        raw_ids = ranked.get("messages") if isinstance(ranked.get("messages"), list) else []
-        ids = [i for i in dict.fromkeys(raw_ids) if isinstance(i, int) and i in found]
+        kept_paths = [p for p in _kept_paths(ranked.notes, doc, ctx.owner.id) if p in paths]
+        raw_ids = ranked.messages
+        ids = [i for i in dict.fromkeys(raw_ids) if i in found]
         if len(ids) < len(raw_ids):
             log.warning("evidence_ids_dropped owner=%s dropped=%s", ctx.owner.id, len(raw_ids) - len(ids))
         return kept_paths, ids
@@ -167,9 +170,8 @@ class Selector:
         return build_packet(notes, messages, totals, self._small, left_out)
 
 
-def _kept_paths(raw: Any, doc: MemoryDocument, owner_id: int) -> list[str]:
-    values = raw if isinstance(raw, list) else []
-    kept = [p for p in dict.fromkeys(values) if isinstance(p, str) and doc.get(p) is not None]
+def _kept_paths(values: list[str], doc: MemoryDocument, owner_id: int) -> list[str]:
+    kept = [p for p in dict.fromkeys(values) if doc.get(p) is not None]
     if len(kept) < len(values):
         log.warning("evidence_paths_dropped owner=%s dropped=%s", owner_id, len(values) - len(kept))
     return kept

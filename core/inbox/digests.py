@@ -11,6 +11,7 @@ always answers.
 from __future__ import annotations
 
 import logging
+from typing import ClassVar
 
 from core.agent.gateway import Gateway
 from core.agent.spending import Spending
@@ -19,17 +20,17 @@ from core.evidence.selection import bounded_input
 from core.memory.digest import context_digest, memory_digest
 from core.memory.model import MemoryDocument
 from core.memory.render import index_lines, skill_lines
+from core.structured import Answer
 from core.owner import Owner
 from core.ports import MemoryRepository
 
 log = logging.getLogger("nod.inbox.digests")
 MAX_SUMMARY_CHARS = 1_200
-SCHEMA = {
-    "type": "object",
-    "properties": {"summary": {"type": "string"}},
-    "required": ["summary"],
-    "additionalProperties": False,
-}
+
+
+class Digest(Answer):
+    purpose: ClassVar[str] = "digest"
+    summary: str
 INSTRUCTIONS = """You write a short digest, for the owner, of what their assistant Nod \
 remembers about them. Use only the notes given; add nothing, guess nothing. Speak to the \
 owner as "you", in the language of the notes, in at most eight short lines of plain text \
@@ -64,14 +65,11 @@ class Digests:
             return None
         messages = [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": bounded_input(payload)}]
         try:
-            answer = await self._gateway.memory_json(owner.id, "digest", messages, SCHEMA)
+            answer = await self._gateway.ask(owner.id, Digest, messages)
         except (ModelError, ConfigError) as exc:
             log.info("digest_plain owner=%s error=%s", owner.id, type(exc).__name__)
             return None
-        summary = answer.get("summary")
-        if not isinstance(summary, str) or not summary.strip():
-            return None
-        return summary.strip()[:MAX_SUMMARY_CHARS]
+        return answer.summary.strip()[:MAX_SUMMARY_CHARS] or None
 
 
 def _count(doc: MemoryDocument) -> str:

@@ -14,10 +14,12 @@ progress are one compare-and-swap write.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import MemoryFull, MemoryLimitError
 from core.memory import document as ops
@@ -25,19 +27,42 @@ from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin
 from core.memory.quotes import quote_matches
 from core.saving.notes import KINDS
 from core.secrets import find_secret
+from core.structured import Answer
 from core.text import fact_key
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"operations": {"type": "array", "items": {"type": "object", "properties": {
-        "op": {"type": "string", "enum": ["add", "archive"]},
-        "path": {"type": "string"}, "text": {"type": "string"},
-        "kind": {"type": ["string", "null"]}, "sensitive": {"type": "boolean"},
-        "reason": {"type": "string", "enum": ["replaced", "wrong"]},
-        "message_ids": {"type": "array", "items": {"type": "integer"}}, "quote": {"type": "string"},
-    }, "required": ["op", "path", "message_ids", "quote"]}}},
-    "required": ["operations"],
-}
+
+
+class AddOperation(BaseModel):
+    """A new inferred entry; it must say whether it is sensitive (without the flag it is invalid)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    op: Literal["add"]
+    path: str
+    text: str
+    kind: Annotated[str | None, Field(json_schema_extra={"enum": [*KINDS, None]})] = None
+    sensitive: bool
+    message_ids: list[int]
+    quote: str
+
+
+class ArchiveOperation(BaseModel):
+    """An inferred entry a newer message replaces or says is wrong."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    op: Literal["archive"]
+    path: str
+    reason: Literal["replaced", "wrong"] = "replaced"
+    message_ids: list[int]
+    quote: str
+
+
+Operation = AddOperation | ArchiveOperation
+
+
+class Reflection(Answer):
+    purpose: ClassVar[str] = "reflect"
+    ITEM_LISTS: ClassVar[tuple[str, ...]] = ("operations",)
+    operations: list[Operation]
 
 
 @dataclass(frozen=True)
@@ -49,13 +74,11 @@ class Applied:
     dropped: int = 0
 
 
-def _source(raw: Mapping[str, Any], batch: Mapping[int, str]) -> int | None:
+def _source(operation: Operation, batch: Mapping[int, str]) -> int | None:
     """The cited batch message that holds the quote, or None."""
-    quote = raw.get("quote")
-    ids = raw.get("message_ids")
-    if not isinstance(quote, str) or not quote.strip() or not isinstance(ids, list):
+    if not operation.quote.strip():
         return None
-    return next((i for i in ids if isinstance(i, int) and i in batch and quote_matches(quote, batch[i])), None)
+    return next((i for i in operation.message_ids if i in batch and quote_matches(operation.quote, batch[i])), None)
 
 
 def _fits(doc: MemoryDocument) -> bool:
@@ -66,55 +89,48 @@ def _fits(doc: MemoryDocument) -> bool:
     return True
 
 
-def _add(doc: MemoryDocument, raw: Mapping[str, Any], source: int, quote: str, now: datetime,
+def _add(doc: MemoryDocument, add: AddOperation, source: int, now: datetime,
          remember_sensitive: bool) -> tuple[MemoryDocument, str]:
-    sensitive = raw.get("sensitive")
-    note = raw.get("text")
-    if not isinstance(sensitive, bool) or not isinstance(note, str) or not note.strip():
+    note = add.text
+    if not note.strip() or (add.sensitive and not remember_sensitive) or find_secret(note) or find_secret(add.quote):
         return doc, "dropped"
-    if (sensitive and not remember_sensitive) or find_secret(note) or find_secret(quote):
-        return doc, "dropped"
-    evidence = Evidence(source, quote, now)
+    evidence = Evidence(source, add.quote, now)
     same = next((e for e in doc.entries if fact_key(e.text) == fact_key(note)), None)
     if same is not None:
         if same.origin is not Origin.INFERRED:
             return doc, "dropped"  # a stated (or email) entry is never changed by reflection
         return ops.add_evidence(doc, same.path, evidence, now), "evidenced"
-    path = str(raw.get("path") or "")
-    kind = raw.get("kind") if raw.get("kind") in KINDS else None
+    kind = add.kind if add.kind in KINDS else None
     try:
-        entry = ops.make_entry(path, note.strip(), origin=Origin.INFERRED, now=now, evidence=(evidence,),
-                               kind=kind, sensitive=sensitive)
+        entry = ops.make_entry(add.path, note.strip(), origin=Origin.INFERRED, now=now, evidence=(evidence,),
+                               kind=kind, sensitive=add.sensitive)
     except MemoryLimitError:
         return doc, "dropped"
     grown = ops.add_entry(doc, ops.at_free_path(doc, entry))
     return (grown, "added") if _fits(grown) else (doc, "dropped")
 
 
-def _archive(doc: MemoryDocument, raw: Mapping[str, Any], now: datetime) -> tuple[MemoryDocument, str]:
-    target = doc.get(str(raw.get("path") or ""))
+def _archive(doc: MemoryDocument, archive: ArchiveOperation, now: datetime) -> tuple[MemoryDocument, str]:
+    target = doc.get(archive.path)
     if target is None or target.origin is not Origin.INFERRED:
         return doc, "dropped"
-    reason = ArchiveReason.WRONG if raw.get("reason") == "wrong" else ArchiveReason.REPLACED
+    reason = ArchiveReason.WRONG if archive.reason == "wrong" else ArchiveReason.REPLACED
     return ops.archive(doc, target.path, reason, now), "archived"
 
 
 def apply_operations(
-    doc: MemoryDocument, operations: Sequence[Any], batch: Mapping[int, str], watermark: int,
+    doc: MemoryDocument, reflection: Reflection, batch: Mapping[int, str], watermark: int,
     now: datetime, remember_sensitive: bool,
 ) -> Applied:
-    counts = {"added": 0, "evidenced": 0, "archived": 0, "dropped": 0}
-    for raw in operations:
-        source = _source(raw, batch) if isinstance(raw, dict) else None
+    counts = {"added": 0, "evidenced": 0, "archived": 0, "dropped": reflection.dropped}
+    for operation in reflection.operations:
+        source = _source(operation, batch)
         if source is None:
-            counts["dropped"] += 1
-            continue
-        if raw.get("op") == "add":
-            doc, outcome = _add(doc, raw, source, raw["quote"], now, remember_sensitive)
-        elif raw.get("op") == "archive":
-            doc, outcome = _archive(doc, raw, now)
-        else:
             outcome = "dropped"
+        elif isinstance(operation, AddOperation):
+            doc, outcome = _add(doc, operation, source, now, remember_sensitive)
+        else:
+            doc, outcome = _archive(doc, operation, now)
         counts[outcome] += 1
     progressed = replace(doc, maintenance=replace(doc.maintenance, watermark=watermark, failures=0))
     return Applied(progressed, **counts)

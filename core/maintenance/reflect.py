@@ -20,14 +20,14 @@ from datetime import timedelta
 
 from core.agent.gateway import Gateway
 from core.clock import Clock
-from core.errors import ConfigError, ModelError, UnreadableAnswer
-from core.maintenance.operations import SCHEMA, Applied, apply_operations
+from core.errors import ConfigError, ModelError
+from core.maintenance.operations import Applied, Reflection, apply_operations
 from core.memory.model import MemoryDocument
 from core.memory.render import index_lines
 from core.saving.learn import usable
 from core.message import StoredMessage
 from core.owner import Owner
-from core.ports import MemoryRepository, Messages
+from core.ports import Changed, MemoryRepository, Messages
 
 log = logging.getLogger("nod.maintenance")
 BATCH = 40
@@ -82,26 +82,23 @@ class Reflector:
                 return report
             readable = {m.id: m.text for m in batch if reflectable(m)}
             try:
-                operations = await self._ask(owner, doc, [m for m in batch if m.id in readable]) if readable else []
+                operations = await self._ask(owner, doc, [m for m in batch if m.id in readable]) if readable else Reflection(operations=[])
             except (ModelError, ConfigError) as exc:
                 await self._failed(owner, start, batch[-1].id, exc)
                 return replace(report, failed=True)
-            outcome: list[Applied] = []
-            await self._memory.update(owner.id, lambda d: self._apply(d, start, operations, readable, batch[-1].id, owner, outcome))
-            if not outcome:  # another writer already applied this batch
+            saved = await self._memory.apply(owner.id, lambda d: self._apply(d, start, operations, readable, batch[-1].id, owner))
+            if saved.result is None:  # another writer already applied this batch
                 continue
-            report = report.plus(len(batch), outcome[-1])
+            report = report.plus(len(batch), saved.result)
 
-    def _apply(self, doc: MemoryDocument, start: int, operations: list[object], readable: dict[int, str],
-               end: int, owner: Owner, outcome: list[Applied]) -> MemoryDocument:
-        outcome.clear()
+    def _apply(self, doc: MemoryDocument, start: int, operations: Reflection, readable: dict[int, str],
+               end: int, owner: Owner) -> Changed[Applied | None]:
         if doc.maintenance.watermark != start:
-            return doc
+            return Changed(doc, None)
         applied = apply_operations(doc, operations, readable, end, self._clock.now(), owner.settings.remember_sensitive)
-        outcome.append(applied)
-        return applied.document
+        return Changed(applied.document, applied)
 
-    async def _ask(self, owner: Owner, doc: MemoryDocument, batch: list[StoredMessage]) -> list[object]:
+    async def _ask(self, owner: Owner, doc: MemoryDocument, batch: list[StoredMessage]) -> Reflection:
         zone = owner.zone
         payload = {
             "memory_index": index_lines(doc),
@@ -110,11 +107,7 @@ class Reflector:
         }
         prompt = [{"role": "system", "content": INSTRUCTIONS},
                   {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}]
-        answer = await self._gateway.memory_json(owner.id, "reflect", prompt, SCHEMA)
-        operations = answer.get("operations")
-        if not isinstance(operations, list):
-            raise UnreadableAnswer("The memory model's answer had no list of operations.")
-        return operations
+        return await self._gateway.ask(owner.id, Reflection, prompt)
 
     async def _failed(self, owner: Owner, start: int, end: int, error: Exception) -> None:
         def count(doc: MemoryDocument) -> MemoryDocument:

@@ -24,7 +24,7 @@ from core.maintenance.reflect import ReflectReport, Reflector
 from core.maintenance.repair import repair
 from core.memory.model import MemoryDocument
 from core.owner import Owner
-from core.ports import MemoryRepository, Owners
+from core.ports import Changed, MemoryRepository, Owners
 
 log = logging.getLogger("nod.maintenance")
 MINUTE = 7
@@ -92,23 +92,20 @@ class MaintenanceJob:
                 results.append(OwnerTick(owner.name, skipped=f"failed: {type(exc).__name__}"))
         return results
 
+    def _repaired(self, doc: MemoryDocument) -> Changed[int]:
+        result = repair(doc, self._clock.now())
+        return Changed(result.document, len(result.archived))
+
     async def _one(self, owner: Owner) -> OwnerTick:
         if not owner.settings.saving_enabled:
             return OwnerTick(owner.name, skipped="saving is off")
         async with self._locks.hold(owner.id) as held:
             if not held:
                 return OwnerTick(owner.name, skipped="another worker is on it")
-            archived: list[int] = []
-
-            def repaired(doc: MemoryDocument) -> MemoryDocument:
-                result = repair(doc, self._clock.now())
-                archived[:] = [len(result.archived)]
-                return result.document
-
-            await self._memory.update(owner.id, repaired)
+            repaired = (await self._memory.apply(owner.id, self._repaired)).result
             if self._spending is not None and not await self._spending.allows_optional_calls(owner):
-                return OwnerTick(owner.name, archived[0] if archived else 0, skipped="spending limit reached; repair only")
+                return OwnerTick(owner.name, repaired, skipped="spending limit reached; repair only")
             report = await self._reflector.reflect(owner) if self._reflector else None
-        tick = OwnerTick(owner.name, archived[0] if archived else 0, report)
+        tick = OwnerTick(owner.name, repaired, report)
         log.info("maintenance_tick %s", tick.line())
         return tick

@@ -18,24 +18,26 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from core.agent.gateway import Gateway
-from core.agent.tools import TurnContext, TurnOrigin
+from core.agent.turn_context import TurnContext, TurnOrigin
 from core.errors import ConfigError, ModelError
 from core.memory import document as ops
 from core.memory.model import MemoryDocument
 from core.memory.quotes import normalized
+from core.structured import Answer
 from core.text import stems, words
 from core.ports import MemoryRepository, Messages, Owners
 
 log = logging.getLogger("nod.saving")
 ASK_FIRST = "The owner's current message does not ask for this. Ask the owner first; nothing was changed."
-TRUST_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"allowed": {"type": "boolean"}, "reason": {"type": "string"}},
-    "required": ["allowed", "reason"],
-}
+
+
+class TrustVerdict(Answer):
+    purpose: ClassVar[str] = "trust_check"
+    allowed: bool
+    reason: str = ""
 TRUST_INSTRUCTIONS = """You check whether an owner's own message asks a personal assistant to take
 one action on its memory. Answer allowed=true only when the message itself clearly asks for
 exactly this action; a question, a hypothetical, or a request about something else is false.
@@ -74,11 +76,11 @@ class Controls:
         prompt = [{"role": "system", "content": TRUST_INSTRUCTIONS},
                   {"role": "user", "content": f"Action: {action}\nOwner's message: {said}"}]
         try:
-            answer = await self._gateway.memory_json(ctx.owner.id, "trust_check", prompt, TRUST_SCHEMA)
+            answer = await self._gateway.ask(ctx.owner.id, TrustVerdict, prompt)
         except (ModelError, ConfigError) as exc:
             log.warning("trust_check_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
             return False
-        return answer.get("allowed") is True
+        return answer.allowed
 
     async def forget(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
         if ctx.origin is not TurnOrigin.OWNER_MESSAGE:
@@ -86,15 +88,14 @@ class Controls:
         path = args.get("path")
         if not isinstance(path, str) or not path:
             return {"error": "memory_forget needs the path of the note to forget."}
-        doc = (await self._memory.load(ctx.owner.id)).document
-        entry = doc.get(path)
+        entry = ctx.document.get(path)
         if entry is None:
             return {"error": f"No note at {path}; nothing was deleted."}
         said = await self._current_text(ctx)
         about = f"{entry.slug.replace('-', ' ')} {entry.text}"
         if said is None or not await self._trusted(ctx, said, f"forget the note {path}: {entry.text}", "forget", about):
             return {"error": ASK_FIRST, "ask_owner": True}
-        await self._memory.update(ctx.owner.id, lambda d: ops.forget(d, path) if d.get(path) else d)
+        ctx.state.saved(await self._memory.update(ctx.owner.id, lambda d: ops.forget(d, path) if d.get(path) else d))
         log.info("memory_forget owner=%s path=%s", ctx.owner.id, path)
         return {"forgotten": path}
 
@@ -112,7 +113,7 @@ class Controls:
         if not await self._trusted(ctx, said, f"{command} memory", command):
             return {"error": ASK_FIRST, "ask_owner": True}
         if command == "clear":
-            await self._memory.update(ctx.owner.id, lambda d: MemoryDocument(maintenance=d.maintenance))
+            ctx.state.saved(await self._memory.update(ctx.owner.id, lambda d: MemoryDocument(maintenance=d.maintenance)))
         else:
             await self._owners.update_settings(ctx.owner.id, lambda now: replace(now, saving_enabled=command == "resume"))
         log.info("memory_control owner=%s command=%s", ctx.owner.id, command)

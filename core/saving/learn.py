@@ -22,39 +22,35 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from core.agent.gateway import Gateway
-from core.agent.tools import TurnContext, TurnOrigin
+from core.agent.turn_context import TurnContext, TurnOrigin
 from core.clock import Clock
 from core.errors import ConfigError, InvalidInput, ModelError, UnreadableAnswer
 from core.history.cursor import MAX_ID
 from core.memory import document as ops
 from core.memory.model import MemoryDocument, Origin
 from core.memory.render import index_lines
-from core.saving.notes import KINDS, Proposal, Refusal, check_note
+from core.saving.notes import NoteProposal, Proposal, Refusal, check_note
 from core.message import Role, StoredMessage
+from core.structured import Answer
 from core.text import fact_key
-from core.ports import MemoryRepository, Messages
+from core.ports import Changed, MemoryRepository, Messages
 
 log = logging.getLogger("nod.saving")
 EARLIER = 10
 MAX_SOURCE_CHARS = 4_000
 LEARN_ORIGINS = (TurnOrigin.OWNER_MESSAGE, TurnOrigin.TASK)
 MAX_NAMED = 50
-_DATE = {"type": ["string", "null"]}
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"notes": {"type": "array", "items": {"type": "object", "properties": {
-        "path": {"type": "string"}, "text": {"type": "string"}, "abstract": {"type": ["string", "null"]},
-        "kind": {"type": ["string", "null"], "enum": [*KINDS, None]},
-        "entities": {"type": "array", "items": {"type": "string"}},
-        "event_date": _DATE, "valid_from": _DATE, "valid_to": _DATE, "expires": _DATE,
-        "message_ids": {"type": "array", "items": {"type": "integer"}}, "quote": {"type": "string"},
-        "replaces": {"type": "array", "items": {"type": "string"}},
-    }, "required": ["path", "text", "message_ids", "quote"]}}},
-    "required": ["notes"],
-}
+
+
+class LearnedNotes(Answer):
+    purpose: ClassVar[str] = "memory_learn"
+    ITEM_LISTS: ClassVar[tuple[str, ...]] = ("notes",)
+    notes: list[NoteProposal]
+
+
 INSTRUCTIONS = """You write memory notes for a personal assistant from its owner's own messages.
 Save every lasting fact the current message asks to remember or states; use the earlier
 messages to work out what it refers to ("remember that address" saves the address from a
@@ -124,24 +120,28 @@ class Learner:
         supplied = sources.texts()
         if not supplied:
             return {"error": "None of those messages can be saved from (Nod's wording, forwarded, too long or secret)."}
-        doc = (await self._memory.load(ctx.owner.id)).document
+        doc = ctx.document
         try:
             answer = await self._ask(ctx, sources, doc)
         except (ModelError, ConfigError) as exc:
             log.warning("memory_learn_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
             return {"error": f"Nothing was saved: {exc}"}
         now = self._clock.now()
-        checked = [check_note(raw, supplied, now) for raw in answer]
+        checked = [check_note(note, supplied, now) for note in answer.notes]
         proposals = [c for c in checked if isinstance(c, Proposal)]
         refused = [{"path": c.path, "reason": c.reason} for c in checked if isinstance(c, Refusal)]
-        outcome: dict[str, list[str]] = {"saved": [], "confirmed": []}
+        refused += [{"path": "?", "reason": "not a well-formed note"}] * answer.dropped
+        outcome: Learned = Learned((), ())
         if proposals:
-            await self._memory.update(ctx.owner.id, lambda d: _apply(d, proposals, now, outcome))
+            saved = await self._memory.apply(ctx.owner.id, lambda d: _apply(d, proposals, now))
+            ctx.state.saved(saved)
+            outcome = saved.result
         log.info("memory_learn owner=%s saved=%s confirmed=%s refused=%s", ctx.owner.id,
-                 len(outcome["saved"]), len(outcome["confirmed"]), len(refused))
-        return {**outcome, "refused": refused, "note": "Saves are silent: do not mention this to the owner."}
+                 len(outcome.saved), len(outcome.confirmed), len(refused))
+        return {"saved": list(outcome.saved), "confirmed": list(outcome.confirmed), "refused": refused,
+                "note": "Saves are silent: do not mention this to the owner."}
 
-    async def _ask(self, ctx: TurnContext, sources: Sources, doc: MemoryDocument) -> list[Any]:
+    async def _ask(self, ctx: TurnContext, sources: Sources, doc: MemoryDocument) -> LearnedNotes:
         zone = ctx.owner.zone
         show = lambda m: {"id": m.id, "sent_at": m.sent_at.astimezone(zone).isoformat(timespec="minutes"), "text": m.text}  # noqa: E731
         payload = {
@@ -151,28 +151,29 @@ class Learner:
         }
         prompt = [{"role": "system", "content": INSTRUCTIONS},
                   {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}]
-        for attempt in (1, 2):  # once more only when the answer could not be read
-            try:
-                answer = await self._gateway.memory_json(ctx.owner.id, "memory_learn", prompt, SCHEMA)
-                notes = answer.get("notes")
-                if not isinstance(notes, list):
-                    raise UnreadableAnswer("The memory model's answer had no list of notes.")
-                return notes
-            except UnreadableAnswer:
-                if attempt == 2:
-                    raise
-        return []
+        try:
+            return await self._gateway.ask(ctx.owner.id, LearnedNotes, prompt)
+        except UnreadableAnswer:  # asked once more, only when the answer could not be read
+            return await self._gateway.ask(ctx.owner.id, LearnedNotes, prompt)
 
 
-def _apply(doc: MemoryDocument, proposals: Sequence[Proposal], now: datetime, outcome: dict[str, list[str]]) -> MemoryDocument:
-    outcome["saved"].clear()
-    outcome["confirmed"].clear()  # a lost compare-and-swap re-applies from scratch
+@dataclass(frozen=True)
+class Learned:
+    saved: tuple[str, ...]  # paths of new notes
+    confirmed: tuple[str, ...]  # paths of notes a repeat added evidence to
+
+
+def _apply(doc: MemoryDocument, proposals: Sequence[Proposal], now: datetime) -> Changed[Learned]:
+    saved: list[str] = []
+    confirmed: list[str] = []
     for proposal in proposals:
-        doc = _apply_one(doc, proposal, now, outcome)
-    return doc
+        doc, path, repeat = _apply_one(doc, proposal, now)
+        (confirmed if repeat else saved).append(path)
+    return Changed(doc, Learned(tuple(saved), tuple(confirmed)))
 
 
-def _apply_one(doc: MemoryDocument, proposal: Proposal, now: datetime, outcome: dict[str, list[str]]) -> MemoryDocument:
+def _apply_one(doc: MemoryDocument, proposal: Proposal, now: datetime) -> tuple[MemoryDocument, str, bool]:
+    """The document with one note applied, the path it went to, and whether it repeated a note."""
     new = proposal.entry
     same = next((e for e in doc.entries if fact_key(e.text) == fact_key(new.text)), None)
     if same is not None:
@@ -180,11 +181,9 @@ def _apply_one(doc: MemoryDocument, proposal: Proposal, now: datetime, outcome: 
             doc = ops.add_evidence(doc, same.path, evidence, now)
         if same.origin is not Origin.STATED:
             doc = ops.confirm(doc, same.path, now)
-        outcome["confirmed"].append(same.path)
-        return doc
+        return doc, same.path, True
     olds = tuple(p for p in proposal.replaces if doc.get(p) is not None)
     if new.path not in olds:
         new = ops.at_free_path(doc, new)
     doc = ops.replace(doc, new, olds, now) if olds else ops.add_entry(doc, new)
-    outcome["saved"].append(new.path)
-    return doc
+    return doc, new.path, False

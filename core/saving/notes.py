@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, ValidatorFunctionWrapHandler,
+                      field_validator)
 
 from core.errors import MemoryLimitError
 from core.memory import document as ops
@@ -40,8 +43,42 @@ class Refusal:
     reason: str
 
 
-def _date(value: Any) -> date | None:
-    if not isinstance(value, str) or not value.strip():
+class NoteProposal(BaseModel):
+    """One note as the memory model proposes it (memory_learn's item schema).
+
+    Optional details are plain strings here, not enums or dates: the specification omits
+    invalid optional details without losing the fact, so the server reads them leniently
+    (``kind`` is advertised with its allowed values all the same).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    path: str
+    text: str
+    abstract: str | None = None
+    kind: Annotated[str | None, Field(json_schema_extra={"enum": [*KINDS, None]})] = None
+    entities: list[str] = []
+    event_date: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+    expires: str | None = None
+    message_ids: list[int]
+    quote: str
+    replaces: list[str] = []
+
+    @field_validator("abstract", "kind", "entities", "event_date", "valid_from", "valid_to", "expires", "replaces",
+                     mode="wrap")
+    @classmethod
+    def _omit_if_invalid(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Any:
+        """An optional detail of the wrong shape is omitted; the note stands on its text and quote."""
+        try:
+            return handler(value)
+        except ValidationError:
+            assert info.field_name is not None
+            return cls.model_fields[info.field_name].get_default()
+
+
+def _date(value: str | None) -> date | None:
+    if not value or not value.strip():
         return None
     try:
         return date.fromisoformat(value.strip()[:10])
@@ -49,58 +86,45 @@ def _date(value: Any) -> date | None:
         return None
 
 
-def _entities(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        return ()
-    return tuple(dict.fromkeys(v.strip() for v in value if isinstance(v, str) and v.strip()))[:MAX_ENTITIES]
-
-
-def _ids(value: Any) -> list[int]:
-    if not isinstance(value, list):
-        return []
-    return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+def _entities(values: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v.strip() for v in values if v.strip()))[:MAX_ENTITIES]
 
 
 def _quote_source(quote: str, cited: Sequence[int], supplied: Mapping[int, str]) -> int | None:
     return next((i for i in cited if quote_matches(quote, supplied[i])), None)
 
 
-def check_note(raw: Any, supplied: Mapping[int, str], now: datetime) -> Proposal | Refusal:
+def check_note(note: NoteProposal, supplied: Mapping[int, str], now: datetime) -> Proposal | Refusal:
     """One proposed note against the rules; ``supplied`` is id → text of the messages given."""
-    if not isinstance(raw, dict):
-        return Refusal("?", "not a note object")
-    path = raw.get("path") if isinstance(raw.get("path"), str) else "?"
-    note_text, quote = raw.get("text"), raw.get("quote")
-    if not isinstance(note_text, str) or not note_text.strip():
+    path, note_text, quote = note.path or "?", note.text, note.quote
+    if not note_text.strip():
         return Refusal(path, "no text")
-    cited = [i for i in _ids(raw.get("message_ids")) if i in supplied]
+    cited = [i for i in note.message_ids if i in supplied]
     if not cited:
         return Refusal(path, "cites no message the server supplied")
-    if not isinstance(quote, str) or not quote.strip():
+    if not quote.strip():
         return Refusal(path, "no quote")
     source = _quote_source(quote, cited, supplied)
     if source is None:
         return Refusal(path, "the quote is not in a cited owner message")
-    abstract = raw.get("abstract") if isinstance(raw.get("abstract"), str) and raw.get("abstract") else None
+    abstract = note.abstract or None
     for part, label in ((note_text, "text"), (abstract or "", "abstract"), (quote, "quote")):
         found = find_secret(part)
         if found:
             return Refusal(path, f"the {label} holds a {found}")
     kept_quote = quote if len(quote) <= MAX_QUOTE else None  # proves the note, too long to keep
     evidence = tuple(Evidence(i, kept_quote if i == source else None, now) for i in dict.fromkeys(cited))
-    kind = raw.get("kind") if raw.get("kind") in KINDS else None
+    kind = note.kind if note.kind in KINDS else None
     try:
         split_path(path)
         entry = ops.make_entry(
             path, note_text.strip(), origin=Origin.STATED, now=now, abstract=abstract, evidence=evidence,
-            kind=kind, entities=_entities(raw.get("entities")), event_date=_date(raw.get("event_date")),
-            valid_from=_date(raw.get("valid_from")), valid_to=_date(raw.get("valid_to")),
-            expires=_date(raw.get("expires")),
+            kind=kind, entities=_entities(note.entities), event_date=_date(note.event_date),
+            valid_from=_date(note.valid_from), valid_to=_date(note.valid_to), expires=_date(note.expires),
         )
     except MemoryLimitError as exc:
         try:
             entry = ops.make_entry(path, note_text.strip(), origin=Origin.STATED, now=now, evidence=evidence)
         except MemoryLimitError:
             return Refusal(path, str(exc))
-    replaces = tuple(p for p in raw.get("replaces") or () if isinstance(p, str))
-    return Proposal(entry, replaces)
+    return Proposal(entry, tuple(note.replaces))

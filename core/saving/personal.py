@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.agent.tools import TurnContext
+from core.agent.turn_context import TurnContext
 from core.saving.control import Controls
 from core.saving.learn import Learner
 

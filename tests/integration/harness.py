@@ -14,7 +14,9 @@ from sqlalchemy import select
 from bot.settings import Settings
 from bot.wiring import Services, services
 from core.agent.conductor import Conductor, Inbound
+from core.agent.turn_context import TurnContext, TurnOrigin, begin
 from core.clock import FixedClock
+from core.message import StoredMessage
 from core.errors import AlreadyExists
 from core.replies import Reply
 from core.owner import Identity, Owner
@@ -47,6 +49,11 @@ class Harness:
     async def say(self, words: str) -> None:
         await self.conductor.receive(Inbound(self.owner, "local", words))
         await asyncio.wait_for(self.conductor.wait(self.owner.id), 30)
+
+    async def context(self, request: StoredMessage, origin: TurnOrigin = TurnOrigin.OWNER_MESSAGE) -> TurnContext:
+        """A turn's context for ``request`` as the conductor makes one: the owner and memory as stored now."""
+        owner = await self.svc.owners.by_id(self.owner.id)
+        return await begin(owner, origin, request.thread_id, request.id, self.svc.memory, self.svc.spending)
 
     async def usage_rows(self, purpose: str | None = None) -> list[Any]:
         query = select(usage_table).order_by(usage_table.c.id)

@@ -16,6 +16,7 @@ from core.agent.gateway import Gateway, ModelRoles
 from core.agent.turn import NO_MODEL
 from core.agent.usage import PriceTable, UsageRecord
 from core.errors import ModelTimeout, UnreadableAnswer
+from core.inbox.digests import Digest
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin, Skill
 from core.message import NewMessage, Role
@@ -124,25 +125,25 @@ async def test_an_agent_model_timeout_gets_a_sentence_and_a_usage_row(tmp_path: 
 async def test_a_memory_model_call_has_a_deadline_and_rejects_garbage(tmp_path: Path, server: FakeModelServer) -> None:
     async for nod in make_harness(tmp_path, server, memory_deadline_s=0.5):
         gateway = nod.svc.gateway
-        server.enqueue(MEMORY, structured({"ok": True}), text("this is not json"), text("[1, 2]"),
-                       Answer(content="{}", delay_s=10, ignore_cancel=True), purpose="digest")
-        assert await gateway.memory_json(nod.owner.id, "digest", [{"role": "user", "content": "x"}], {"type": "object"}) == {"ok": True}
-        for _ in range(2):
+        server.enqueue(MEMORY, structured({"summary": "ok"}), text("this is not json"), text("[1, 2]"),
+                       structured({"summary": 3}), Answer(content="{}", delay_s=10, ignore_cancel=True), purpose="digest")
+        ask = [{"role": "user", "content": "x"}]
+        assert (await gateway.ask(nod.owner.id, Digest, ask)).summary == "ok"
+        for _ in range(3):  # not JSON, not an object, not the schema's shape
             with pytest.raises(UnreadableAnswer):
-                await gateway.memory_json(nod.owner.id, "digest", [{"role": "user", "content": "x"}], {"type": "object"})
+                await gateway.ask(nod.owner.id, Digest, ask)
         with pytest.raises(ModelTimeout):
-            await gateway.memory_json(nod.owner.id, "digest", [{"role": "user", "content": "x"}], {"type": "object"})
+            await gateway.ask(nod.owner.id, Digest, ask)
         body = server.calls("digest")[0]
         assert body["response_format"]["json_schema"]["name"] == "digest"
-        assert [r.outcome for r in await nod.usage_rows()] == ["ok", "ok", "ok", "timeout"]
+        assert [r.outcome for r in await nod.usage_rows()] == ["ok", "ok", "ok", "ok", "timeout"]
 
 
 async def test_json_object_mode_puts_the_schema_in_the_prompt(tmp_path: Path, server: FakeModelServer) -> None:
     async for nod in make_harness(tmp_path, server, json_mode="json_object"):
         server.enqueue(MEMORY, structured({"summary": "s"}), purpose="digest")
-        answer = await nod.svc.gateway.memory_json(nod.owner.id, "digest", [{"role": "user", "content": "x"}],
-                                                   {"type": "object", "properties": {"summary": {"type": "string"}}})
-        assert answer == {"summary": "s"}
+        answer = await nod.svc.gateway.ask(nod.owner.id, Digest, [{"role": "user", "content": "x"}])
+        assert answer.summary == "s"
         body = server.calls("digest")[0]
         assert body["response_format"] == {"type": "json_object"} and '"summary"' in body["messages"][0]["content"]
 

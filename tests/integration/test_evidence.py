@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from core.agent.tools import TurnContext, TurnOrigin
+from core.agent.turn_context import TurnContext, TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
 from core.message import NewMessage, Role
@@ -113,7 +113,7 @@ async def test_a_timed_out_check_delivers_the_draft(tmp_path: Path, server: Fake
 async def test_one_check_per_draft_and_a_new_request_clears_the_cache(nod: Harness) -> None:
     await _setup(nod)
     request = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "Where does Ana live?", "local", START))).message
-    ctx = TurnContext(nod.owner, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id)
+    ctx = await nod.context(request)
     nod.server.enqueue(MEMORY, select(["people/sister"], []), rank(["people/sister"], []),
                        select(["people/sister"], []), rank(["people/sister"], []), purpose="evidence_selection")
     nod.server.enqueue(MEMORY, *[structured({"verdict": "revise", "text": "Porto."})] * 2, purpose="reply_check")
@@ -122,7 +122,7 @@ async def test_one_check_per_draft_and_a_new_request_clears_the_cache(nod: Harne
     assert [await deps.check.check(ctx, request, "Lisbon.", ()) for _ in range(3)] == ["Porto."] * 3
     assert len(nod.server.calls("reply_check")) == 1
     newer = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "And Ana?", "local", START))).message
-    newer_ctx = TurnContext(nod.owner, TurnOrigin.OWNER_MESSAGE, newer.thread_id, newer.id)
+    newer_ctx = await nod.context(newer)
     assert await deps.check.check(ctx, request, "Lisbon.", ()) == "Porto."  # still cached for the old request
     assert await deps.evidence.packet(newer_ctx, newer)
     assert await deps.check.check(ctx, request, "Lisbon.", ()) == "Lisbon."  # the old turn's cache is gone
@@ -150,7 +150,7 @@ async def test_no_selection_outside_owner_messages_or_past_the_spending_limit(no
     owner = await nod.svc.owners.by_id(nod.owner.id)
     request = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "hi", "local", START))).message
     for origin in (TurnOrigin.OWNER_MESSAGE, TurnOrigin.EVENT):
-        assert await nod.svc.turn.evidence.packet(TurnContext(owner, origin, request.thread_id, request.id), request) is None
+        assert await nod.svc.turn.evidence.packet(await nod.context(request, origin), request) is None
     assert nod.server.requests == []
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from core.agent.conductor import Inbound
 from core.agent.model import ToolCall
-from core.agent.tools import TurnContext, TurnOrigin
+from core.agent.turn_context import TurnContext, TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, MemoryDocument, Origin, Skill
 from core.message import NewMessage, Role
@@ -326,8 +326,7 @@ async def _run(nod: Harness, case: Case, ids: dict[str, int]) -> dict[str, Any]:
         return dict(json.loads(tool_results[0]["content"]))
     stored = await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, case.request, "local", START, **case.request_flags))
     ids["@req"] = stored.message.id
-    owner_now = await nod.svc.owners.by_id(nod.owner.id)
-    ctx = TurnContext(owner_now, case.origin, stored.message.thread_id, stored.message.id)
+    ctx = await nod.context(stored.message, case.origin)
     outcome = await nod.svc.turn.tools.run(ctx, ToolCall("c1", "manage_personal_context", json.dumps(args)))
     return outcome.result
 
