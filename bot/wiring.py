@@ -49,7 +49,7 @@ from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.storage.owner_store import OwnerStore
 from core.storage.receipts import Receipts
-from core.tools.reading import ReadTools
+from core.tools.read_tools import ReadTools
 
 AGENT_DEADLINE_S = 120.0
 SMALL_CONTEXT_TOKENS = 32_000  # below this the agent gets the shortened evidence packet
@@ -148,7 +148,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         selector = Selector(gateway, history, messages, small)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
-            conversation=fulltext, tools=TurnTools(reads, memory, _saving(gateway, messages, memory, owners, clock)), clock=clock,
+            conversation=fulltext, tools=TurnTools(reads, _saving(gateway, messages, memory, owners, clock)), clock=clock,
             evidence=selector, check=ReplyChecker(gateway, selector),
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None

@@ -119,7 +119,7 @@ def _sentence(error: ValidationError, what: str) -> str:
 class Arguments(BaseModel):
     """A tool's arguments: unknown ones are refused, missing optional ones are None."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, strict=True)
 
 
 def parse_arguments(model: type[M], raw: Any, tool: str) -> M:

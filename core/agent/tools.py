@@ -1,11 +1,14 @@
-"""The agent's tools (DESIGN.md names and arguments) and the runner that answers them.
+"""The agent's tools (DESIGN.md names and arguments): one registry, and the runner that answers them.
 
-Every call carries the turn's context — who the owner is, which work started the turn
-(its origin) and which owner message it answers — because the saving rules depend on it:
-only work the owner started may write. A tool never raises into the loop: a bad argument
-or a refusal becomes ``{"error": sentence}`` for the model to read. A tool whose result
-carries text from outside Nod (a skill body, and later web pages or email) is wrapped in
-an ``untrusted_tool_result`` block: data for the model, never instructions and never the
+Each tool is defined once — its name, what it is for, and its arguments' pydantic model —
+and ``TOOL_SPECS`` (what the model is offered, strict JSON schemas) and the dispatch both
+come from that one table. Every call carries the turn's context — who the owner is, which
+work started the turn (its origin), which owner message it answers, and the turn's memory
+snapshot — because the saving rules depend on it: only work the owner started may write.
+A tool never raises into the loop: a bad argument or a refusal becomes
+``{"error": sentence}`` for the model to read. A tool whose result carries text from
+outside Nod (a skill body, and later web pages or email) is wrapped in an
+``untrusted_tool_result`` block: data for the model, never instructions and never the
 owner's words. ``offer_choices`` only records the task card's buttons: the turn shows them
 under its reply, and a tap comes back as a message flagged as Nod's own wording.
 """
@@ -14,19 +17,21 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+from pydantic import Field
 
 from core.agent.model import ToolCall, ToolSpec
+from core.agent.turn_context import TurnContext
 from core.errors import NodError
 from core.replies import MAX_CHOICE_CHARS, MAX_CHOICES
-from core.owner import Owner
-from core.tools.reading import ReadTools
-from core.ports import MemoryRepository
+from core.structured import Arguments, parse_arguments, strict_schema
+from core.tools.read_tools import READ_TOOL_NAMES, READ_TOOLS, ReadTools
 
 log = logging.getLogger("nod.agent.tools")
-MAX_RESULT_CHARS = 60_000
+MAX_TOOL_RESULT_CHARS = 60_000  # what one tool result may put in the model's context
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,8 @@ class ToolOutcome:
     def content(self) -> str:
         """The tool message's text: JSON, bounded, wrapped when it carries outside text."""
         body = json.dumps(self.result, ensure_ascii=False)
-        if len(body) > MAX_RESULT_CHARS:
-            body = body[:MAX_RESULT_CHARS] + ' …(result cut; ask for less, e.g. a smaller "limit")'
+        if len(body) > MAX_TOOL_RESULT_CHARS:
+            body = body[:MAX_TOOL_RESULT_CHARS] + ' …(result cut; ask for less, e.g. a smaller "limit")'
         if self.untrusted:
             return untrusted_block(self.name, body)
         return body
@@ -57,100 +62,101 @@ def untrusted_block(tool: str, body: str) -> str:
 
 
 class PersonalContext(Protocol):
-    """manage_personal_context: memory_learn, memory_forget, memory_control (the saving issue)."""
+    """manage_personal_context: memory_learn, memory_forget, memory_control (core.saving)."""
 
     async def handle(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]: ...
 
 
-_STRING = {"type": "string"}
-TOOL_SPECS: tuple[ToolSpec, ...] = (
-    ToolSpec("memory_read", "Read memory: an area (about, preferences, people, routines, lessons) lists its "
-             "entries; area/slug shows one entry in full with its sources.",
-             {"type": "object", "properties": {"path": _STRING}, "required": ["path"]}),
-    ToolSpec("memory_find", "Find saved notes by words (any word form) in their slug, abstract and text.",
-             {"type": "object", "properties": {"words": _STRING}, "required": ["words"]}),
-    ToolSpec("history_search", "Search the whole active conversation, the owner's and Nod's messages. "
-             "query matches any of its words; from/to (dates in the owner's zone, inclusive) filter or, "
-             "alone, list a period; around=message id shows it with five messages each side; before=date; "
-             "order relevance|newest; continue with cursor=nextCursor and the same query, dates and order.",
-             {"type": "object", "properties": {
-                 "query": _STRING, "from": _STRING, "to": _STRING, "around": {"type": "integer"},
-                 "before": _STRING, "order": {"type": "string", "enum": ["relevance", "newest"]},
-                 "cursor": _STRING, "limit": {"type": "integer", "minimum": 1, "maximum": 50}}}),
-    ToolSpec("manage_personal_context", "Save or forget the owner's notes, or stop/resume/clear memory. "
-             "memory_learn: the server writes notes from the owner's own messages (name older ones by "
-             "message_ids); memory_forget: path; memory_control: command and the owner's message quoted. "
-             "Saves are silent: never announce them.",
-             {"type": "object", "properties": {
-                 "action": {"type": "string", "enum": ["memory_learn", "memory_forget", "memory_control"]},
-                 "message_ids": {"type": "array", "items": {"type": "integer"}}, "path": _STRING,
-                 "quote": _STRING, "command": {"type": "string", "enum": ["stop", "resume", "clear"]}},
-              "required": ["action"]}),
-    ToolSpec("skills", "Learned skills: read a skill's body before following a flow it covers.",
-             {"type": "object", "properties": {
-                 "action": {"type": "string", "enum": ["read", "save", "patch"]}, "name": _STRING,
-                 "description": _STRING, "body": _STRING}, "required": ["action", "name"]}),
-    ToolSpec("offer_choices", f"Show up to {MAX_CHOICES} short choices (each up to {MAX_CHOICE_CHARS} characters) "
-             "as buttons under your reply; the owner's tap arrives as their next message. Write the reply "
-             "as usual: it must make sense without the buttons.",
-             {"type": "object", "properties": {"choices": {"type": "array", "items": _STRING}},
-              "required": ["choices"]}),
+class ManagePersonalContextArguments(Arguments):
+    action: Literal["memory_learn", "memory_forget", "memory_control"]
+    message_ids: list[int] | None = Field(None, description="memory_learn: older owner messages holding the fact.")
+    path: str | None = Field(None, description="memory_forget: the note's area/slug.")
+    quote: str | None = Field(None, description="memory_control: the owner's complete current message.")
+    command: Literal["stop", "resume", "clear"] | None = None
+
+
+class SkillsArguments(Arguments):
+    action: Literal["read"]
+    name: str
+
+
+class OfferChoicesArguments(Arguments):
+    choices: list[str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    arguments: type[Arguments]
+
+
+TOOLS: tuple[Tool, ...] = (
+    *(Tool(read.name, read.description, read.arguments) for read in READ_TOOLS),
+    Tool("manage_personal_context", "Save or forget the owner's notes, or stop/resume/clear memory. "
+         "memory_learn: the server writes notes from the owner's own messages (name older ones by "
+         "message_ids); memory_forget: path; memory_control: command and the owner's message quoted. "
+         "Saves are silent: never announce them.", ManagePersonalContextArguments),
+    Tool("skills", "Learned skills: read a skill's body before following a flow it covers.", SkillsArguments),
+    Tool("offer_choices", f"Show up to {MAX_CHOICES} short choices (each up to {MAX_CHOICE_CHARS} characters) "
+         "as buttons under your reply; the owner's tap arrives as their next message. Write the reply "
+         "as usual: it must make sense without the buttons.", OfferChoicesArguments),
 )
-TOOL_NAMES = tuple(spec.name for spec in TOOL_SPECS)
-READS = ("memory_read", "memory_find", "history_search")
+TOOL_SPECS: tuple[ToolSpec, ...] = tuple(ToolSpec(t.name, t.description, strict_schema(t.arguments)) for t in TOOLS)
+TOOL_NAMES = tuple(t.name for t in TOOLS)
+READS = READ_TOOL_NAMES
+_BY_NAME = {t.name: t for t in TOOLS}
+Handler = Callable[[TurnContext, Any, dict[str, Any]], Awaitable[ToolOutcome]]
 
 
 class TurnTools:
-    def __init__(self, reads: ReadTools, memory: MemoryRepository, personal: PersonalContext) -> None:
+    def __init__(self, reads: ReadTools, personal: PersonalContext) -> None:
         self._reads = reads
-        self._memory = memory
         self._personal = personal
+        self._handlers: dict[str, Handler] = {
+            "manage_personal_context": self._manage, "skills": self._skills, "offer_choices": self._choices,
+        }
 
     async def run(self, ctx: TurnContext, call: ToolCall) -> ToolOutcome:
         try:
-            args = json.loads(call.arguments or "{}")
+            raw = json.loads(call.arguments or "{}")
         except ValueError:
             return ToolOutcome(call.name, {}, {"error": "The arguments were not valid JSON; send a JSON object."})
-        if not isinstance(args, dict):
+        if not isinstance(raw, dict):
             return ToolOutcome(call.name, {}, {"error": "The arguments must be a JSON object."})
+        tool = _BY_NAME.get(call.name)
+        if tool is None:
+            return ToolOutcome(call.name, raw, {"error": f"There is no tool {call.name!r}; the tools are {', '.join(TOOL_NAMES)}."})
+        if tool.name in READ_TOOL_NAMES:  # the read tools check their own arguments and never raise
+            return ToolOutcome(tool.name, raw, await self._reads.run(ctx.owner, tool.name, raw, ctx.document))
         try:
-            return await self._dispatch(ctx, call.name, args)
+            return await self._handlers[tool.name](ctx, parse_arguments(tool.arguments, raw, tool.name), raw)
         except NodError as exc:
-            return ToolOutcome(call.name, args, {"error": str(exc)})
+            return ToolOutcome(call.name, raw, {"error": str(exc)})
         except Exception:  # a tool bug becomes a result the model can route around
             log.exception("tool_failed owner=%s tool=%s", ctx.owner.id, call.name)
-            return ToolOutcome(call.name, args, {"error": f"{call.name} failed unexpectedly; try another way."})
+            return ToolOutcome(call.name, raw, {"error": f"{call.name} failed unexpectedly; try another way."})
 
-    async def _dispatch(self, ctx: TurnContext, name: str, args: dict[str, Any]) -> ToolOutcome:
-        if name in READS:
-            return ToolOutcome(name, args, await self._reads.run(ctx.owner, name, args))
-        if name == "manage_personal_context":
-            return ToolOutcome(name, args, await self._personal.handle(ctx, args))
-        if name == "skills":
-            return await self._skills(ctx, args)
-        if name == "offer_choices":
-            return ToolOutcome(name, args, _choices_result(args))
-        return ToolOutcome(name, args, {"error": f"There is no tool {name!r}; the tools are {', '.join(TOOL_NAMES)}."})
+    async def _manage(self, ctx: TurnContext, args: ManagePersonalContextArguments, raw: dict[str, Any]) -> ToolOutcome:
+        return ToolOutcome("manage_personal_context", raw, await self._personal.handle(ctx, args.model_dump()))
 
-    async def _skills(self, ctx: TurnContext, args: dict[str, Any]) -> ToolOutcome:
-        if args.get("action") != "read":
-            return ToolOutcome("skills", args, {"error": "Saving skills is not available in this version of Nod."})
-        doc = (await self._memory.load(ctx.owner.id)).document
-        skill = next((s for s in doc.skills if s.name == args.get("name")), None)
+    async def _skills(self, ctx: TurnContext, args: SkillsArguments, raw: dict[str, Any]) -> ToolOutcome:
+        skills = ctx.document.skills
+        skill = next((s for s in skills if s.name == args.name), None)
         if skill is None:
-            names = ", ".join(s.name for s in doc.skills) or "none yet"
-            return ToolOutcome("skills", args, {"error": f"No learned skill named {args.get('name')!r} (skills: {names})."})
-        return ToolOutcome("skills", args, {"name": skill.name, "description": skill.description, "body": skill.body},
+            names = ", ".join(s.name for s in skills) or "none yet"
+            return ToolOutcome("skills", raw, {"error": f"No learned skill named {args.name!r} (skills: {names})."})
+        return ToolOutcome("skills", raw, {"name": skill.name, "description": skill.description, "body": skill.body},
                            untrusted=True)
 
-
-def _choices_result(args: dict[str, Any]) -> dict[str, Any]:
-    choices = args.get("choices")
-    if not isinstance(choices, list) or not choices or not all(isinstance(c, str) and c.strip() for c in choices):
-        return {"error": "choices must be a list of one or more non-empty strings."}
-    if len(choices) > MAX_CHOICES or any(len(c.strip()) > MAX_CHOICE_CHARS for c in choices):
-        return {"error": f"Offer at most {MAX_CHOICES} choices of at most {MAX_CHOICE_CHARS} characters each."}
-    return {"shown": [c.strip() for c in choices], "note": "The buttons appear under your reply."}
+    async def _choices(self, ctx: TurnContext, args: OfferChoicesArguments, raw: dict[str, Any]) -> ToolOutcome:
+        choices = [c.strip() for c in args.choices]
+        if not choices or not all(choices):
+            return ToolOutcome("offer_choices", raw, {"error": "choices must be a list of one or more non-empty strings."})
+        if len(choices) > MAX_CHOICES or any(len(c) > MAX_CHOICE_CHARS for c in choices):
+            return ToolOutcome("offer_choices", raw, {
+                "error": f"Offer at most {MAX_CHOICES} choices of at most {MAX_CHOICE_CHARS} characters each."})
+        return ToolOutcome("offer_choices", raw, {"shown": choices, "note": "The buttons appear under your reply."})
 
 
 def offered_choices(outcomes: list[ToolOutcome] | tuple[ToolOutcome, ...]) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.owner import Owner
 from core.storage.owner_store import OwnerStore
-from core.tools.reading import ReadTools
+from core.tools.read_tools import ReadTools
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
 
