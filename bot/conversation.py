@@ -13,15 +13,15 @@ from core.errors import InvalidInput
 
 async def chat(svc: Services, owner_name: str) -> str:
     owner = await svc.owners.by_name(owner_name)
-    conductor = svc.conductor(TerminalSink(sys.stdout))
-    local = LocalChat(owner, conductor, svc.commands(conductor), sys.stdout)
+    front = svc.front_door(TerminalSink(sys.stdout))
+    local = LocalChat(owner, front, sys.stdout)
     # bytes that are not UTF-8 arrive as surrogates, so one bad line is refused, not the session
     sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
     try:
-        await conductor.recover((CHANNEL,), owner.id)  # a message a killed chat left unanswered
+        await front.recover((CHANNEL,), owner.id)  # a message a killed chat left unanswered
         await local.run(sys.stdin, interactive=sys.stdin.isatty())
     finally:
-        await conductor.close()
+        await front.close()
     return ""
 
 

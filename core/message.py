@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
+from core.owner import Identity
+
 
 class Role(str, Enum):
     OWNER = "owner"
@@ -57,3 +59,36 @@ class StoredMessage:
 class Appended:
     message: StoredMessage
     created: bool
+
+
+@dataclass(frozen=True)
+class Aside:
+    """Text that came with a message but is not the owner's words: a quote, a forward, a file."""
+
+    text: str
+    forwarded: bool = False
+    attachment: bool = False
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """What someone wrote on a channel, as every channel hands it in: the one arriving value.
+
+    A channel makes it from its platform's message; the front door decides who the sender
+    is (an owner, or a stranger) and whether it is a command; the conductor stores it and
+    answers it. ``sender`` is the channel and who on it wrote — the reply goes back there.
+    """
+
+    sender: Identity
+    text: str
+    external_id: str | None = None  # the platform's id: a redelivery of the same one is a no-op
+    display_name: str | None = None
+    card_title: bool = False  # a button the owner tapped: Nod's wording
+    attachment: bool = False
+    forwarded: bool = False  # not the owner's words
+    asides: tuple[Aside, ...] = ()
+    sent_at: datetime | None = None  # the platform's time, when it gives one
+
+    @property
+    def channel(self) -> str:
+        return self.sender.channel

@@ -1,10 +1,12 @@
-"""``nod chat``: talk to Nod in the terminal, through the same conductor as every channel.
+"""``nod chat``: talk to Nod in the terminal, through the same front door as every channel.
 
-Interactive, it keeps reading while a turn runs, so ``/stop`` can end it. Fed by a pipe
-it reads one message a line and answers each before reading the next, so a script's
-transcript is deterministic. ``/memory`` and ``/context`` print a digest without an
-agent turn; ``/reset`` starts a new conversation (memory stays); ``/quit`` or the end of
-input leaves.
+The operator chose the owner (``--owner``), so the terminal is that owner's channel: what
+is typed goes through the front door like a Telegram or WhatsApp message — slash commands
+behave exactly as there, anything else is a message the agent answers — and only
+``/quit`` is the terminal's own. Interactive, it keeps reading while a turn runs, so
+``/stop`` can end it. Fed by a pipe it reads one message a line and answers each before
+reading the next, so a script's transcript is deterministic. A line that is not UTF-8 is
+refused with a sentence and the chat goes on.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import TextIO
 
-from core.agent.conductor import Conductor, Inbound
-from core.inbox.commands import HELP, OwnerCommands, command_name
-from core.replies import Reply
+from core.inbox.front import FrontDoor, Handled
+from core.message import Inbound
 from core.owner import Identity, Owner
+from core.replies import Reply
 
 CHANNEL = "local"
+QUIT = "/quit"
 
 
 def _is_text(line: str) -> bool:
@@ -42,49 +45,47 @@ class TerminalSink:
 @dataclass
 class LocalChat:
     owner: Owner
-    conductor: Conductor
-    commands: OwnerCommands
+    front: FrontDoor
     out: TextIO
+
+    @property
+    def sender(self) -> Identity:
+        return Identity(CHANNEL, self.owner.name)
 
     def _say(self, text: str) -> None:
         self.out.write(text.rstrip() + "\n\n")
         self.out.flush()
 
-    async def _command(self, line: str) -> bool:
-        """Handle a slash command; False when the chat should end."""
-        word = line.split()[0].lower()
-        if word == "/quit":
-            return False
-        name = command_name(line)
-        if name is None:
-            self._say(f"Unknown command {word}. Type /quit to leave.\n\n{HELP}")
-            return True
-        self._say(await self.commands.run(self.owner, name))
-        return True
+    async def _answered(self, handled: Handled) -> None:
+        if handled.answer:
+            self._say(handled.answer)
+        if handled.later is not None:
+            self._say(await handled.later())
 
     async def handle(self, line: str, wait: bool) -> bool:
+        """One line in; False when the chat should end."""
         text = line.strip()
         if not text:
             return True
         if not _is_text(text):
             self._say("That line is not UTF-8 text, so I skipped it.")
             return True
-        if text.startswith("/"):
-            return await self._command(text)
-        await self.conductor.receive(Inbound(self.owner, CHANNEL, text))
+        if text.split()[0].lower() == QUIT:
+            return False
+        await self._answered(await self.front.handle(Inbound(self.sender, text), owner=self.owner))
         if wait:
-            await self.conductor.wait(self.owner.id)
+            await self.front.wait(self.owner.id)
         return True
 
     async def run(self, lines: TextIO, interactive: bool) -> None:
         loop = asyncio.get_running_loop()
         if interactive:
-            self._say(f"Talking to Nod as {self.owner.name}. Type /help for commands, /quit to leave.")
+            self._say(f"Talking to Nod as {self.owner.name}. Type /help for commands, {QUIT} to leave.")
         while True:
             line = await loop.run_in_executor(None, lines.readline)
             if not line:
                 break
             if not await self.handle(line, wait=not interactive):
-                await self.conductor.close()  # /quit: a turn still running is stopped
+                await self.front.close()  # /quit: a turn still running is stopped
                 return
-        await self.conductor.wait(self.owner.id)  # end of input: let the last answer arrive
+        await self.front.wait(self.owner.id)  # end of input: let the last answer arrive

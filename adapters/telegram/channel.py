@@ -37,7 +37,8 @@ from adapters.telegram.inbound import incoming_message, is_private, sender_of, t
 from adapters.telegram.sink import TelegramSender
 from core.errors import ConfigError, DeliveryFailed
 from core.inbox.commands import COMMANDS
-from core.inbox.front import FrontDoor, Handled, Incoming
+from core.inbox.front import FrontDoor, Handled
+from core.message import Inbound
 from core.owner import Identity
 
 log = logging.getLogger("nod.telegram")
@@ -217,7 +218,7 @@ class TelegramChannel:
         if label is None:
             self._spawn(self._acknowledge_tap(update, EXPIRED_CHOICE))
             return
-        incoming = Incoming(sender, label, str(update.update_id), update.effective_user.first_name, card_title=True)
+        incoming = Inbound(sender, label, str(update.update_id), update.effective_user.first_name, card_title=True)
         handled = await front.handle(incoming)
         self._spawn(self._acknowledge_tap(update, None))
         self._follow_up(handled, int(sender.external_id))

@@ -1,4 +1,4 @@
-"""What a Telegram update means to Nod: an ``Incoming`` message, or nothing.
+"""What a Telegram update means to Nod: an ``Inbound`` message, or nothing.
 
 Only private chats count: an update from a group, supergroup or channel is ignored
 before anything is read or stored, so memory never shows where others can read it.
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from telegram import Message, Update
 
-from core.agent.conductor import Aside
-from core.inbox.front import Incoming
+from core.message import Aside, Inbound
 from core.owner import Identity
 
 CHANNEL = "telegram"
@@ -50,7 +49,7 @@ def _quoted(message: Message) -> Aside | None:
     return Aside(f"[replying to] {text}", forwarded=True) if text else None
 
 
-def incoming_message(update: Update, sender: Identity) -> Incoming | None:
+def incoming_message(update: Update, sender: Identity) -> Inbound | None:
     message = update.message
     if message is None:
         return None
@@ -64,15 +63,15 @@ def incoming_message(update: Update, sender: Identity) -> Incoming | None:
     # Telegram's own date: an update delivered late after an outage keeps the time it was sent
     common = {"sender": sender, "external_id": str(update.update_id), "display_name": name, "sent_at": message.date}
     if message.forward_origin is not None:
-        return Incoming(text=words or attachment or "[forwarded message]", forwarded=True,
+        return Inbound(text=words or attachment or "[forwarded message]", forwarded=True,
                         attachment=attachment is not None and not words, asides=tuple(asides), **common)
     if attachment is not None and words:
         asides.append(Aside(attachment, attachment=True))
     if not words:
         if attachment is None:
             return None
-        return Incoming(text=attachment, attachment=True, asides=tuple(asides), **common)
-    return Incoming(text=words, asides=tuple(asides), **common)
+        return Inbound(text=attachment, attachment=True, asides=tuple(asides), **common)
+    return Inbound(text=words, asides=tuple(asides), **common)
 
 
 def tapped_choice(update: Update) -> str | None:

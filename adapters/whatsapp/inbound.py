@@ -1,4 +1,4 @@
-"""What a Twilio WhatsApp webhook means to Nod: an ``Incoming`` message, or nothing.
+"""What a Twilio WhatsApp webhook means to Nod: an ``Inbound`` message, or nothing.
 
 The sender is the WhatsApp number (``whatsapp:+351…`` → ``+351…``); MessageSid is the
 external id, so Twilio's retries store one message. Media are noted and flagged as
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.agent.conductor import Aside
-from core.inbox.front import Incoming
+from core.message import Aside, Inbound
 from core.owner import Identity
 
 CHANNEL = "whatsapp"
@@ -28,7 +27,7 @@ def _media(params: Mapping[str, str]) -> list[Aside]:
             for i in range(count)]
 
 
-def incoming_message(params: Mapping[str, str]) -> Incoming | None:
+def incoming_message(params: Mapping[str, str]) -> Inbound | None:
     """None when the form is not an inbound WhatsApp message (no sid, not a WhatsApp sender)."""
     sid, sender = params.get("MessageSid", ""), params.get("From", "")
     if not sid or not sender.startswith(PREFIX) or len(sender) <= len(PREFIX):
@@ -41,5 +40,5 @@ def incoming_message(params: Mapping[str, str]) -> Incoming | None:
     if not body:
         if not media:
             return None
-        return Incoming(text=media[0].text, attachment=True, forwarded=forwarded, asides=tuple(media[1:]), **common)
-    return Incoming(text=body, forwarded=forwarded, asides=tuple(media), **common)
+        return Inbound(text=media[0].text, attachment=True, forwarded=forwarded, asides=tuple(media[1:]), **common)
+    return Inbound(text=body, forwarded=forwarded, asides=tuple(media), **common)

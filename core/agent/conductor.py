@@ -52,7 +52,7 @@ from core.agent.turn_context import TurnOrigin, begin
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.errors import DeliveryFailed
 from core.replies import Reply
-from core.message import NewMessage, Role, StoredMessage
+from core.message import Inbound, NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner
 
 log = logging.getLogger("nod.agent")
@@ -74,33 +74,6 @@ class TurnLocks(Protocol):
     def turn(self, owner_id: int) -> AbstractAsyncContextManager[None]: ...
 
 
-@dataclass(frozen=True)
-class Aside:
-    """Text that came with a message but is not the owner's words: a quote, a forward, a file."""
-
-    text: str
-    forwarded: bool = False
-    attachment: bool = False
-
-
-@dataclass(frozen=True)
-class Inbound:
-    owner: Owner
-    channel: str
-    text: str
-    external_id: str | None = None
-    card_title: bool = False
-    attachment: bool = False
-    forwarded: bool = False
-    sent_at: datetime | None = None
-    address: str | None = None  # who on the channel sent it; the reply goes there
-    asides: tuple[Aside, ...] = ()
-
-    @property
-    def sender(self) -> Identity:
-        return Identity(self.channel, self.address or self.owner.name)
-
-
 class Conductor:
     def __init__(self, deps: TurnDeps, sink: ReplySink, locks: TurnLocks | None = None,
                  max_turns: int = MAX_TURNS) -> None:
@@ -112,37 +85,37 @@ class Conductor:
         self._starting: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
 
-    async def receive(self, inbound: Inbound) -> StoredMessage | None:
+    async def receive(self, owner: Owner, inbound: Inbound) -> StoredMessage | None:
         """Store the owner's message and start (or restart) the owner's turn for it.
 
         Returns the stored message, or None when it was a redelivery already handled.
         """
         async with self._slots.inbound():  # storing comes before any turn's work
-            return await self._receive(inbound)
+            return await self._receive(owner, inbound)
 
-    async def _receive(self, inbound: Inbound) -> StoredMessage | None:
+    async def _receive(self, owner: Owner, inbound: Inbound) -> StoredMessage | None:
         now = self._deps.clock.now()
         sent_at = min(inbound.sent_at, now) if inbound.sent_at is not None else now  # a sender's clock may run ahead
         for number, aside in enumerate(inbound.asides, start=1):
             external = f"{inbound.external_id}#{number}" if inbound.external_id else None
             await self._deps.messages.append(NewMessage(
-                owner_id=inbound.owner.id, role=Role.OWNER, text=aside.text, channel=inbound.channel,
+                owner_id=owner.id, role=Role.OWNER, text=aside.text, channel=inbound.channel,
                 sent_at=sent_at, external_id=external, forwarded=aside.forwarded, attachment=aside.attachment,
-                origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.address))
+                origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.sender.external_id))
         stored = await self._deps.messages.append(
             NewMessage(
-                owner_id=inbound.owner.id, role=Role.OWNER, text=inbound.text, channel=inbound.channel,
+                owner_id=owner.id, role=Role.OWNER, text=inbound.text, channel=inbound.channel,
                 sent_at=sent_at, external_id=inbound.external_id,
                 card_title=inbound.card_title, attachment=inbound.attachment, forwarded=inbound.forwarded,
-                origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.address, awaiting=True,
+                origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.sender.external_id, awaiting=True,
             )
         )
         if not stored.created:  # a redelivery (logged by the store): its first delivery has its turn
             return None
         # started beside the caller: a webhook is answered once its message is stored, not
         # after a turn it restarts has unwound; per-owner starts keep their arrival order
-        starting = asyncio.create_task(self._start(inbound.owner, stored.message, inbound.sender))
-        self._starting[inbound.owner.id] = starting
+        starting = asyncio.create_task(self._start(owner, stored.message, inbound.sender))
+        self._starting[owner.id] = starting
         return stored.message
 
     async def _started(self, owner_id: int) -> None:

@@ -6,7 +6,7 @@ restart) and answered without a turn; any other message goes to the conductor, w
 stores it — a redelivered one is found by its external id — and starts the owner's turn,
 whose reply reaches the channel later through the reply sink. When ``handle`` returns,
 what the sender wrote is stored, so the channel may acknowledge it; when it raises, the
-channel must not. The channel only translates its platform's message into ``Incoming``
+channel must not. The channel only translates its platform's message into ``Inbound``
 and sends back ``Handled.answer`` when there is one.
 """
 
@@ -15,30 +15,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from datetime import datetime
 
-from core.agent.conductor import Aside, Conductor, Inbound
+from core.agent.conductor import Conductor
 from core.clock import Clock
 from core.inbox.commands import OwnerCommands, command_name
 from core.inbox.gate import Gate
+from core.message import Inbound
 from core.owner import Identity, Owner
 from core.ports import Receipts
 
 log = logging.getLogger("nod.inbox")
 SLOW_COMMANDS = ("memory", "context")  # digests: a model call; nothing else waits for them
-
-
-@dataclass(frozen=True)
-class Incoming:
-    sender: Identity
-    text: str
-    external_id: str | None = None
-    display_name: str | None = None
-    card_title: bool = False
-    attachment: bool = False
-    forwarded: bool = False
-    asides: tuple[Aside, ...] = ()
-    sent_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -63,9 +50,10 @@ class FrontDoor:
         """The owner behind ``sender``, or None for a stranger (nothing is stored either way)."""
         return await self._gate.owner_for(sender, None, sign_up=False)
 
-    async def handle(self, incoming: Incoming) -> Handled:
+    async def handle(self, incoming: Inbound, owner: Owner | None = None) -> Handled:
+        """Take in what a sender wrote; ``owner`` when the channel already knows (the terminal)."""
         sender = incoming.sender
-        owner = await self._gate.owner_for(sender, incoming.display_name)
+        owner = owner or await self._gate.owner_for(sender, incoming.display_name)
         if owner is None:
             return Handled(self._gate.refusal(sender))
         name = None if incoming.card_title or incoming.forwarded else command_name(incoming.text)
@@ -78,10 +66,7 @@ class FrontDoor:
             if name in SLOW_COMMANDS:
                 return Handled(owner=owner, later=lambda: self._commands.run(owner, name))
             return Handled(await self._commands.run(owner, name), owner)
-        stored = await self._conductor.receive(Inbound(
-            owner, sender.channel, incoming.text, external_id=incoming.external_id, card_title=incoming.card_title,
-            attachment=incoming.attachment, forwarded=incoming.forwarded, sent_at=incoming.sent_at,
-            address=sender.external_id, asides=incoming.asides))
+        stored = await self._conductor.receive(owner, incoming)
         return Handled(None, owner, stored is not None)
 
     async def recover(self, channels: Collection[str], owner_id: int | None = None) -> int:

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from bot.settings import Settings
 from bot.wiring import build_gateway, services
-from core.agent.conductor import Conductor, Inbound
+from core.agent.conductor import Conductor
+from core.message import Inbound
 from core.agent.model import ChatReply, ChatRequest, ToolCall
 from core.message import NewMessage, Role
 from core.replies import Reply
@@ -75,7 +76,7 @@ async def _backend(name: str, url: str, rounds: int) -> list[str]:
             for i in range(rounds):
                 sink.arrived.clear()
                 began = time.perf_counter()
-                await conductor.receive(Inbound(owner, "bench", f"what about the boat trip {i}?"))
+                await conductor.receive(owner, Inbound(Identity("bench", owner.name), f"what about the boat trip {i}?"))
                 await sink.arrived.wait()
                 samples.append(time.perf_counter() - began)
             await conductor.close()

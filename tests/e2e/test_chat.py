@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tests.e2e.test_cli import _env, nod
-from tests.fakes.model_server import FakeModelServer, text, tool
+from tests.fakes.model_server import UNSCRIPTED, FakeModelServer, text, tool
 
 AGENT = "gpt-4o-mini"
 
@@ -39,11 +39,12 @@ async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Pat
     assert blocks[2] == "I remember 1 note (people 1):\n- people/sister: Sister: Ana, lives in Porto"
     assert blocks[3].startswith("What I see at the start of every turn:") and blocks[4].startswith("Learned skills:")
     assert blocks[5] == "Started a new conversation. Your memory is kept."
-    assert blocks[6] == "Nothing is running." and blocks[7].startswith("Unknown command /bogus")
-    assert len(server.calls()) == 3 and "Traceback" not in err
+    # as on Telegram and WhatsApp, a slash word that is no command is a message for the agent
+    assert blocks[6] == "Nothing is running." and blocks[7] == UNSCRIPTED
+    assert len(server.calls()) == 4 and "Traceback" not in err
     usage = nod(tmp_path, "usage", "--owner", "ana")
     assert usage.returncode == 0
-    assert any(line.split()[:3] == ["today", "agent", "3"] for line in usage.stdout.splitlines()), usage.stdout
+    assert any(line.split()[:3] == ["today", "agent", "4"] for line in usage.stdout.splitlines()), usage.stdout
 
 
 async def test_chat_without_a_model_still_starts_and_says_how_to_configure_one(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from sqlalchemy import select
 
 from bot.settings import Settings
 from bot.wiring import Services, services
-from core.agent.conductor import Conductor, Inbound
+from core.agent.conductor import Conductor
+from core.message import Inbound
 from core.agent.turn_context import TurnContext, TurnOrigin, begin
 from core.clock import FixedClock
 from core.message import StoredMessage
@@ -47,7 +48,7 @@ class Harness:
     conductor: Conductor
 
     async def say(self, words: str) -> None:
-        await self.conductor.receive(Inbound(self.owner, "local", words))
+        await self.conductor.receive(self.owner, Inbound(Identity("local", self.owner.name), words))
         await asyncio.wait_for(self.conductor.wait(self.owner.id), 30)
 
     async def context(self, request: StoredMessage, origin: TurnOrigin = TurnOrigin.OWNER_MESSAGE) -> TurnContext:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from core.agent.conductor import Conductor, Inbound
+from core.agent.conductor import Conductor
+from core.message import Inbound
+from core.owner import Identity
 from core.agent.gateway import Gateway, ModelRoles
 from core.agent.turn import NO_MODEL
 from core.agent.usage import PriceTable, UsageRecord
@@ -78,7 +80,7 @@ async def test_the_step_cap_ends_the_loop_with_a_final_answer_without_tools(tmp_
         deps = replace(nod.svc.turn, max_steps=3)
         conductor = Conductor(deps, nod.sink)
         server.enqueue(AGENT, *[tool("memory_find", {"words": "x"})] * 3, text("Here is what I found."))
-        await conductor.receive(Inbound(nod.owner, "local", "keep looking"))
+        await conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "keep looking"))
         await conductor.wait(nod.owner.id)
         calls = server.calls()
         assert len(calls) == 4 and "tools" not in calls[-1]
@@ -89,7 +91,7 @@ async def test_the_step_cap_ends_the_loop_with_a_final_answer_without_tools(tmp_
 
 async def test_stop_ends_a_slow_model_call_at_once(nod: Harness) -> None:
     nod.server.enqueue(AGENT, text("too late", delay_s=60, ignore_cancel=True))
-    await nod.conductor.receive(Inbound(nod.owner, "local", "think hard"))
+    await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "think hard"))
     while not nod.server.calls():
         await asyncio.sleep(0.01)
     assert await nod.conductor.stop(nod.owner.id)
@@ -101,7 +103,7 @@ async def test_stop_ends_a_slow_model_call_at_once(nod: Harness) -> None:
 
 async def test_a_new_message_mid_turn_restarts_the_turn_with_both_messages(nod: Harness) -> None:
     nod.server.enqueue(AGENT, text("answer to the first", delay_s=60, ignore_cancel=True), text("answer to both"))
-    await nod.conductor.receive(Inbound(nod.owner, "local", "book a table"))
+    await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "book a table"))
     while not nod.server.calls():
         await asyncio.sleep(0.01)
     await nod.say("for four people")
@@ -116,7 +118,7 @@ async def test_an_agent_model_timeout_gets_a_sentence_and_a_usage_row(tmp_path: 
                           nod.svc.usage, PriceTable({}), nod.svc.clock)
         conductor = Conductor(replace(nod.svc.turn, gateway=gateway), nod.sink)
         server.enqueue(AGENT, text("late", delay_s=10, ignore_cancel=True))
-        await conductor.receive(Inbound(nod.owner, "local", "hello"))
+        await conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "hello"))
         await asyncio.wait_for(conductor.wait(nod.owner.id), 5)
         assert nod.sink.sent == ["The model took too long to answer. Please try again."]
         assert [r.outcome for r in await nod.usage_rows("agent")] == ["timeout"]
@@ -218,7 +220,7 @@ async def test_a_skill_body_reaches_the_model_as_an_untrusted_block(nod: Harness
 async def test_a_redelivered_message_runs_no_second_turn(nod: Harness) -> None:
     nod.server.enqueue(AGENT, text("hi"), text("again"))
     for _ in range(2):
-        await nod.conductor.receive(Inbound(nod.owner, "telegram", "hello", external_id="update-7"))
+        await nod.conductor.receive(nod.owner, Inbound(Identity("telegram", nod.owner.name), "hello", "update-7"))
         await nod.conductor.wait(nod.owner.id)
     assert nod.sink.sent == ["hi"]
 
@@ -244,7 +246,7 @@ async def test_stop_does_not_wait_for_a_provider_that_ignores_cancellation(nod: 
     stubborn = StubbornModel()
     gateway = Gateway(ModelRoles(AGENT, None), stubborn, None, nod.svc.usage, PriceTable({}), nod.svc.clock)
     conductor = Conductor(replace(nod.svc.turn, gateway=gateway), nod.sink)
-    await conductor.receive(Inbound(nod.owner, "local", "think"))
+    await conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "think"))
     await stubborn.started.wait()
     assert await conductor.stop(nod.owner.id)
     await asyncio.wait_for(conductor.wait(nod.owner.id), 1)  # the provider still has seconds to go
@@ -261,9 +263,9 @@ async def test_two_workers_on_postgresql_run_one_turn_per_owner_at_a_time(server
             sink_one, sink_two = Sink(), Sink()
             first, second = one.conductor(sink_one), two.conductor(sink_two)
             server.enqueue(AGENT, text("The first answer.", delay_s=0.8), text("The second answer."))
-            await first.receive(Inbound(owner, "telegram", "first question", external_id="u1"))
+            await first.receive(owner, Inbound(Identity("telegram", owner.name), "first question", "u1"))
             await asyncio.sleep(0.2)  # worker one's turn is waiting for the model
-            await second.receive(Inbound(owner, "whatsapp", "second question", external_id="SM1"))
+            await second.receive(owner, Inbound(Identity("whatsapp", owner.name), "second question", "SM1"))
             await asyncio.wait_for(asyncio.gather(first.wait(owner.id), second.wait(owner.id)), 20)
             assert sink_one.sent == ["The first answer."] and sink_two.sent == ["The second answer."]
             later = server.calls()[1]["messages"]

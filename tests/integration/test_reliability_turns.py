@@ -14,8 +14,8 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from core.agent.conductor import TOO_LATE, Inbound
-from core.inbox.front import Incoming
+from core.agent.conductor import TOO_LATE
+from core.message import Inbound
 from core.message import NewMessage, Role
 from core.owner import Identity
 from core.storage.schema import threads
@@ -39,7 +39,7 @@ async def test_a_turn_cut_off_by_a_crash_is_answered_once_after_the_restart(
         tmp_path: Path, server: FakeModelServer) -> None:
     server.enqueue(AGENT, text("too slow", delay_s=30))
     async for nod in make_harness(tmp_path, server):
-        await nod.conductor.receive(Inbound(nod.owner, "telegram", "where is my passport?", "u1", address="4242"))
+        await nod.conductor.receive(nod.owner, Inbound(Identity("telegram", "4242"), "where is my passport?", "u1"))
         await server.wait_for_calls(1)  # the turn is waiting for the model when the process dies
     server.enqueue(AGENT, text("In the top drawer."))
     async for nod in make_harness(tmp_path, server):
@@ -70,7 +70,7 @@ async def test_a_request_older_than_the_bound_gets_a_note_instead_of_a_late_answ
 async def test_a_channel_this_process_does_not_serve_is_left_for_one_that_does(
         tmp_path: Path, server: FakeModelServer) -> None:
     async for nod in make_harness(tmp_path, server):
-        await nod.conductor.receive(Inbound(nod.owner, "whatsapp", "hello", "SM1", address="+351910000001"))
+        await nod.conductor.receive(nod.owner, Inbound(Identity("whatsapp", "+351910000001"), "hello", "SM1"))
         await nod.conductor.close()  # died before answering
         front = nod.svc.front_door(nod.sink)
         assert await front.recover(("telegram",)) == 0
@@ -83,15 +83,15 @@ async def test_stop_and_reset_settle_what_awaits_so_nothing_is_recovered(tmp_pat
         await _linked(nod)
         front = nod.svc.front_door(nod.sink)
         for n, command in enumerate(("/stop", "/reset"), start=1):
-            await front.handle(Incoming(MAYA, f"question {n}", f"m{n}"))
+            await front.handle(Inbound(MAYA, f"question {n}", f"m{n}"))
             await server.wait_for_calls(n)
-            await front.handle(Incoming(MAYA, command, f"c{n}"))
+            await front.handle(Inbound(MAYA, command, f"c{n}"))
             assert await nod.svc.messages.awaiting_requests() == []
         await front.close()
 
 
 async def test_a_redelivered_reset_after_a_restart_resets_nothing(tmp_path: Path, server: FakeModelServer) -> None:
-    reset = Incoming(MAYA, "/reset", "update-7")
+    reset = Inbound(MAYA, "/reset", "update-7")
     async for nod in make_harness(tmp_path, server):
         await _linked(nod)
         front = nod.svc.front_door(nod.sink)
@@ -111,11 +111,11 @@ async def test_two_postgresql_workers_given_the_same_commands_run_each_once(
         async for two in make_harness(tmp_path / "two", server, database_url=postgres_url, memory_model=None):
             doors = (one.svc.front_door(one.sink), two.svc.front_door(Sink()))
             for round_ in range(3):
-                reset = Incoming(MAYA, "/reset", f"reset-{round_}")
+                reset = Inbound(MAYA, "/reset", f"reset-{round_}")
                 handled = await asyncio.gather(*(door.handle(reset) for door in doors))
                 assert sorted(h.answer is not None for h in handled) == [False, True]
             assert await _threads(one) == 3  # one per distinct /reset
-            digests = await asyncio.gather(*(door.handle(Incoming(MAYA, "/memory", "memory-1")) for door in doors))
+            digests = await asyncio.gather(*(door.handle(Inbound(MAYA, "/memory", "memory-1")) for door in doors))
             assert sorted(d.later is not None for d in digests) == [False, True]
             for door in doors:
                 await door.close()
@@ -125,7 +125,7 @@ async def test_two_postgresql_workers_recovering_at_once_answer_once(
         tmp_path: Path, server: FakeModelServer, postgres_url: str) -> None:
     server.enqueue(AGENT, text("Answered once."), text("Answered twice!"))
     async for one in make_harness(tmp_path / "one", server, database_url=postgres_url, memory_model=None):
-        await one.conductor.receive(Inbound(one.owner, "telegram", "are you there?", "u1", address="4242"))
+        await one.conductor.receive(one.owner, Inbound(Identity("telegram", "4242"), "are you there?", "u1"))
         await one.conductor.close()  # the worker died before its turn answered
         server.requests.clear()
         async for two in make_harness(tmp_path / "two", server, database_url=postgres_url, memory_model=None):

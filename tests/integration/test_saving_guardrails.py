@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from core.agent.conductor import Inbound
+from core.message import Inbound
+from core.owner import Identity
 from core.agent.model import ToolCall
 from core.agent.turn_context import TurnContext, TurnOrigin
 from core.memory import document as ops
@@ -318,7 +319,7 @@ async def _run(nod: Harness, case: Case, ids: dict[str, int]) -> dict[str, Any]:
         args["message_ids"] = [ids.get(k, 999_999) for k in args["message_ids"]]
     if case.origin is TurnOrigin.OWNER_MESSAGE:
         nod.server.enqueue(AGENT, tool("manage_personal_context", args), text("Done."))
-        await nod.conductor.receive(Inbound(nod.owner, "local", case.request, **case.request_flags))
+        await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), case.request, **case.request_flags))
         await nod.conductor.wait(nod.owner.id)
         ids["@req"] = max(m.id for m in await nod.svc.messages.recent(nod.owner.id, 3) if m.role is Role.OWNER)
         assert nod.sink.sent == ["Done."]  # saves are silent: only the agent's own answer arrived
@@ -335,7 +336,7 @@ async def _control(nod: Harness, words: str, command: str, trust: Answer) -> dic
     nod.server.enqueue(MEMORY, trust, purpose="trust_check")
     nod.server.enqueue(AGENT, tool("manage_personal_context", {"action": "memory_control", "command": command, "quote": words}),
                        text("Done."))
-    await nod.conductor.receive(Inbound(nod.owner, "local", words))
+    await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), words))
     await nod.conductor.wait(nod.owner.id)
     last = [m for m in nod.server.calls()[-1]["messages"] if m["role"] == "tool"][-1]
     return dict(json.loads(last["content"]))
@@ -346,7 +347,7 @@ async def test_stop_and_resume_follow_the_owners_words_and_stop_every_save(tmp_p
         assert await _control(nod, "Please stop saving memory", "stop", YES) == {"done": "stop"}
         assert not (await nod.svc.owners.by_id(nod.owner.id)).settings.saving_enabled
         server.enqueue(AGENT, tool("manage_personal_context", learn()), text("Done."))
-        await nod.conductor.receive(Inbound(nod.owner, "local", REQ))
+        await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), REQ))
         await nod.conductor.wait(nod.owner.id)
         assert server.calls("memory_learn") == [] and (await nod.svc.memory.load(nod.owner.id)).document.entries == ()
         assert "Ask the owner first" in (await _control(nod, "What can you do?", "resume", YES))["error"]
@@ -361,7 +362,7 @@ async def _learn(nod: Harness, words: str, path: str, fact: str, quote: str, rep
     request_id = (latest[-1].id if latest else 0) + 1  # the message receive() is about to store
     nod.server.enqueue(MEMORY, learned(note(path, fact, [request_id], quote, replaces=replaces)), purpose="memory_learn")
     nod.server.enqueue(AGENT, tool("manage_personal_context", learn()), text("Done."))
-    await nod.conductor.receive(Inbound(nod.owner, "local", words))
+    await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), words))
     await nod.conductor.wait(nod.owner.id)
 
 
@@ -380,7 +381,7 @@ async def test_a_replacement_chain_keeps_every_version_until_forgotten(tmp_path:
         nod.server.enqueue(MEMORY, YES, purpose="trust_check")
         nod.server.enqueue(AGENT, tool("manage_personal_context", {"action": "memory_forget", "path": "people/sister-faro"}),
                            text("Done."))
-        await nod.conductor.receive(Inbound(nod.owner, "local", "Please forget where my sister lives"))
+        await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "Please forget where my sister lives"))
         await nod.conductor.wait(nod.owner.id)
         doc = (await nod.svc.memory.load(nod.owner.id)).document
         assert doc.entries == () and doc.archive == ()
