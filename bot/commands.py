@@ -14,6 +14,7 @@ from bot.wiring import Services
 from core.errors import InvalidInput
 from core.memory import document as memory_ops
 from core.ports import Changed
+from core.text import storable
 from core.memory.codec import to_json
 from core.memory.importer import ImportResult, import_answer
 from core.memory.model import MemoryDocument, Origin
@@ -205,10 +206,11 @@ async def tool_batch(svc: Services, owner_name: str, lines: TextIO, out: TextIO)
         try:
             call = json.loads(line)
             name, args = call["tool"], call.get("args", {})
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):  # any line that is not a call
             result: dict[str, Any] = {"error": f"Line {number} is not {{\"tool\": ..., \"args\": {{...}}}}."}
         else:
             result = await svc.tools.run(owner, str(name), args)
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        # storable: a lone surrogate echoed in an error would not encode, and end the batch
+        out.write(storable(json.dumps(result, ensure_ascii=False)) + "\n")
         out.flush()
     return ""

@@ -8,9 +8,12 @@ unanswered are taken up, and again every minute, for a worker that died beside t
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import gc
 import logging
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from aiohttp import web
 
@@ -18,7 +21,9 @@ from adapters.web.app import build_app
 from bot.channels import Channels, channels
 from bot.settings import Settings
 from bot.wiring import Services, services
+from core.errors import ConfigError
 from core.maintenance.tick import next_tick
+from core.storage.database import sqlite_file
 
 log = logging.getLogger("nod.run")
 RECOVER_EVERY_S = 60.0
@@ -54,7 +59,33 @@ async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
             pass
 
 
+@contextmanager
+def _only_server(database_url: str) -> Iterator[None]:
+    """One ``nod run`` per SQLite file: a second one would answer the same messages again.
+
+    An exclusive ``flock`` on ``nod.db.run.lock`` (the kernel drops it when the process dies,
+    ``kill -9`` included); PostgreSQL workers coordinate through the database instead.
+    ``nod chat`` and the one-shot commands do not take it.
+    """
+    path = sqlite_file(database_url)
+    if path is None:
+        yield
+        return
+    with open(path.with_name(path.name + ".run.lock"), "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"Another nod run is serving {path}; one process serves a SQLite file "
+                              "(several workers need PostgreSQL).") from None
+        yield
+
+
 async def run_server(settings: Settings) -> None:
+    with _only_server(settings.database_url):
+        await _serve(settings)
+
+
+async def _serve(settings: Settings) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

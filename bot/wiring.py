@@ -160,5 +160,8 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
                            settings.open_signup, settings.max_turns)
         finally:
             await locks.close()
+            await gateway.close()
+            if index is not None:
+                await index.close()
     finally:
         await engine.dispose()

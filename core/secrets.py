@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit
 
 from core.errors import SecretRefused
 
-# a run of digits with up to three separator characters (" – ") between them; _has_card reads the groups
-_CARD = re.compile(r"(?<!\d)\d(?:[\s.\-_/\\·\u2010-\u2015\u2212]{0,3}\d)+(?!\d)")
+# a run of digits with up to five separator characters (" – ", ",  ") between them; _has_card reads the groups
+_CARD = re.compile(r"(?<!\d)\d(?:(?:[^\w\n]|_){0,5}\d)+(?!\d)")
 _NON_DIGITS = re.compile(r"\D+")
 _PROVIDER_KEYS = re.compile(
     r"""(?x)
@@ -45,7 +47,12 @@ _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")
 _PASSWORD = re.compile(
     r"(?i)\b(?:password|passwd|passcode|pwd|pin|senha|contraseña|passwort)\b\s*(?:is|:|=|was)\s*\S+"
 )
+# "wifi pass hunter2xyz", "PIN 4821": a password word followed by a token with a digit in it
+_PASSWORD_TOKEN = re.compile(r"(?i)\b(?:password|passwd|passcode|pass|pwd|senha|contraseña|passwort)\s+\S*\d\S*")
+_PIN = re.compile(r"(?i)\bpin\b\D{0,12}\d{4,8}\b")
 _URL = re.compile(r"(?i)\b(?:https?|ftp)://[^\s<>\"']+")
+_BARE_URL = re.compile(r"(?i)(?<![\w@/.])(?:[a-z0-9-]+\.)+[a-z]{2,}/[^\s<>\"']*")  # example.com/login?token=…
+
 _LOGIN_PARAMS = {
     "token", "access_token", "id_token", "refresh_token", "auth", "authtoken", "code",
     "session", "sessionid", "session_id", "sid", "key", "apikey", "api_key", "secret",
@@ -114,8 +121,23 @@ def _login_link(url: str) -> bool:
     return bool(_MAGIC_PATH.search(parts.path))
 
 
+def _seen(text: str) -> str:
+    """The text as a reader sees it: compatibility forms folded (full-width digits), invisible
+    format characters (zero-width spaces, soft hyphens) gone, so they cannot hide a card."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text).translate(_invisible())
+
+
+@lru_cache(maxsize=1)
+def _invisible() -> dict[int, None]:
+    """Unicode's format characters (category Cf), made on first use, never at import."""
+    return dict.fromkeys(i for i in range(0x110000) if unicodedata.category(chr(i)) == "Cf")
+
+
 def find_secret(text: str) -> str | None:
     """The kind of secret ``text`` holds, or None. Never returns the secret itself."""
+    text = _seen(text)
     if _has_card(text):
         return "card number"
     if _PEM.search(text):
@@ -124,11 +146,11 @@ def find_secret(text: str) -> str | None:
         return "key or token"
     if _BEARER.search(text):
         return "bearer token"
-    if _PASSWORD.search(text):
+    if _PASSWORD.search(text) or _PASSWORD_TOKEN.search(text) or _PIN.search(text):
         return "password"
-    for url in _URL.findall(text):
-        if _login_link(url):
-            return "link with a login"
+    links = _URL.findall(text) + ["https://" + bare for bare in _BARE_URL.findall(_URL.sub(" ", text))]
+    if any(_login_link(url) for url in links):
+        return "link with a login"
     without_urls = _URL.sub(" ", text)
     if any(_looks_random(t) for t in _LONG_TOKEN.findall(without_urls)):
         return "key or token"

@@ -95,6 +95,10 @@ class OpenAIChatModel:
         )
 
 
+    async def close(self) -> None:
+        await self._client.close()
+
+
 def build_client(base_url: str | None, api_key: str | None, timeout_s: float) -> AsyncOpenAI:
     """The SDK client; a local server without a key gets a placeholder the SDK insists on."""
     return AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=2)

@@ -23,6 +23,7 @@ import asyncio
 import hmac
 import json
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,7 @@ from telegram.ext import Application
 
 from adapters.telegram.inbound import incoming_message, is_private, sender_of, tapped_choice
 from adapters.telegram.sink import TelegramSender
-from core.errors import ConfigError, DeliveryFailed
+from core.errors import ConfigError, DeliveryFailed, InvalidInput
 from core.inbox.commands import COMMANDS
 from core.inbox.front import FrontDoor, Handled
 from core.message import Inbound
@@ -103,7 +104,7 @@ class TelegramChannel:
         try:
             await self.sender.retrying("setMyCommands", lambda: self._bot.set_my_commands(commands))
         except (DeliveryFailed, TelegramError) as exc:  # the menu is a convenience; Nod still works
-            log.warning("telegram_commands_not_registered error=%s", exc)
+            log.warning("telegram_commands_not_registered error=%s", type(exc).__name__)
 
     async def stop(self) -> None:
         work = [task for task in (self._polling, *self._tasks) if task is not None]
@@ -118,32 +119,65 @@ class TelegramChannel:
         return delays[min(failures, len(delays) - 1)]
 
     async def _poll(self) -> None:
-        """Long polling that confirms an update (the next offset) only once it is stored."""
+        """Long polling that confirms an update (the next offset) only once it is stored.
+
+        It never ends but by cancellation: a failed poll, an update the library cannot read
+        or the database being away each pause it, never stop it.
+        """
         offset: int | None = None
         failures = 0
         while True:
             try:
-                updates = await self._bot.get_updates(offset=offset, timeout=self._config.poll_timeout_s,
-                                                      allowed_updates=ALLOWED_UPDATES)
+                batch = await self._next_updates(offset)
             except InvalidToken:
                 log.error("telegram_polling_stopped reason=token")
                 return
-            except TelegramError as exc:  # network, 5xx, a conflicting poller: try again later
-                log.warning("telegram_poll_failed error=%s", exc.message)
+            except Exception as exc:  # noqa: BLE001 - network, 5xx, a conflicting poller, a broken answer
+                log.warning("telegram_poll_failed error=%s", type(exc).__name__)
                 await asyncio.sleep(self._pause(failures))
                 failures += 1
                 continue
             failures = 0
-            for update in updates:
-                if not await self._stored(update):
+            for update_id, update in batch:
+                if update is not None and not await self._stored(update):
                     await asyncio.sleep(self._pause(failures))
                     failures += 1
                     break  # the same offset again: Telegram hands the update over once more
-                offset = update.update_id + 1
+                offset = update_id + 1
+
+    async def _next_updates(self, offset: int | None) -> list[tuple[int, Update | None]]:
+        """The next raw updates, each read on its own: one the library cannot parse is skipped, not fatal."""
+        with warnings.catch_warnings():  # PTB prefers get_updates, which fails a whole batch for one update
+            warnings.simplefilter("ignore")
+            raw = await self._bot.do_api_request(
+                "getUpdates", api_kwargs={"offset": offset, "timeout": self._config.poll_timeout_s,
+                                          "allowed_updates": ALLOWED_UPDATES},
+                read_timeout=self._config.poll_timeout_s + 10)
+        found: list[tuple[int, Update | None]] = []
+        for data in raw if isinstance(raw, list) else []:
+            update_id = data.get("update_id") if isinstance(data, dict) else None
+            if type(update_id) is not int:
+                continue
+            found.append((update_id, self._parse_one(data)))
+        return found
+
+    def _parse_one(self, data: dict[str, Any]) -> Update | None:
+        try:
+            return Update.de_json(data, self._bot)
+        except Exception as exc:  # noqa: BLE001 - unreadable: confirmed and dropped, so it cannot block the rest
+            log.warning("telegram_update_unreadable update=%s error=%s", data.get("update_id"), type(exc).__name__)
+            return None
 
     async def _stored(self, update: Update) -> bool:
+        """Handle the update; False only when it could not be stored but may be later (the database).
+
+        An update that can never be stored (a date no database holds, a malformed field) is
+        logged and confirmed, so it cannot hold up every update behind it.
+        """
         try:
             await self._process(update)
+        except InvalidInput as exc:
+            log.warning("telegram_update_refused update=%s reason=%s", update.update_id, type(exc).__name__)
         except Exception as exc:  # noqa: BLE001 - the database failed: not stored, so not confirmed
             log.warning("telegram_update_not_stored update=%s error=%s", update.update_id, type(exc).__name__)
             return False
@@ -231,13 +265,13 @@ class TelegramChannel:
             if notice is None:
                 await query.edit_message_reply_markup(None)  # one tap per card
         except TelegramError as exc:
-            log.info("telegram_tap_ack_failed error=%s", exc)
+            log.info("telegram_tap_ack_failed error=%s", type(exc).__name__)
 
     async def _send(self, chat_id: int, text: str) -> None:
         try:
             await self.sender.send(chat_id, text)
         except DeliveryFailed as exc:
-            log.warning("telegram_send_failed chat=%s code=%s error=%s", chat_id, exc.code, exc)
+            log.warning("telegram_send_failed chat=%s code=%s", chat_id, exc.code)
 
     async def _send_later(self, chat_id: int, answer: Callable[[], Awaitable[str]]) -> None:
         try:
@@ -256,7 +290,7 @@ class TelegramChannel:
                 try:
                     await self._bot.send_chat_action(chat_id, ChatAction.TYPING)
                 except TelegramError as exc:
-                    log.debug("telegram_typing_failed error=%s", exc)
+                    log.debug("telegram_typing_failed error=%s", type(exc).__name__)
                 await asyncio.wait({finished}, timeout=TYPING_EVERY_S)
         finally:
             finished.cancel()

@@ -9,6 +9,8 @@ caption is the owner's words. Edited messages and other update kinds are ignored
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from telegram import Message, Update
 
 from core.message import Aside, Inbound
@@ -42,18 +44,30 @@ def _attachment(message: Message) -> str | None:
 
 
 def _quoted(message: Message) -> Aside | None:
-    if message.quote is not None and message.quote.text:
+    if message.quote is not None and _text(message.quote.text):
         return Aside(f"[quoted] {message.quote.text}", forwarded=True)
     replied = message.reply_to_message
-    text = (replied.text or replied.caption) if replied is not None else None
+    text = (_text(replied.text) or _text(replied.caption)) if replied is not None else None
     return Aside(f"[replying to] {text}", forwarded=True) if text else None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""  # the library does not check a field's type
+
+
+def _date(message: Message) -> datetime | None:
+    """Telegram's date, when it is one a database can hold; otherwise the arrival time is used."""
+    sent = message.date
+    if not isinstance(sent, datetime) or not 1900 <= sent.year < 2200:
+        return None
+    return sent
 
 
 def incoming_message(update: Update, sender: Identity) -> Inbound | None:
     message = update.message
     if message is None:
         return None
-    words = message.text or message.caption or ""
+    words = _text(message.text) or _text(message.caption)
     asides: list[Aside] = []
     quoted = _quoted(message)
     if quoted is not None:
@@ -61,7 +75,7 @@ def incoming_message(update: Update, sender: Identity) -> Inbound | None:
     attachment = _attachment(message)
     name = update.effective_user.first_name if update.effective_user else None
     # Telegram's own date: an update delivered late after an outage keeps the time it was sent
-    common = {"sender": sender, "external_id": str(update.update_id), "display_name": name, "sent_at": message.date}
+    common = {"sender": sender, "external_id": str(update.update_id), "display_name": name, "sent_at": _date(message)}
     if message.forward_origin is not None:
         return Inbound(text=words or attachment or "[forwarded message]", forwarded=True,
                         attachment=attachment is not None and not words, asides=tuple(asides), **common)

@@ -66,11 +66,11 @@ class TelegramSender:
             return await self.retrying("sendMessage", lambda: self._bot.send_message(
                 chat_id, to_html(part), parse_mode=ParseMode.HTML, reply_markup=markup))
         except BadRequest as exc:
-            log.info("telegram_markup_rejected chat=%s error=%s; sending plain text", chat_id, exc.message)
+            log.info("telegram_markup_rejected chat=%s; sending plain text", chat_id)
         try:
             return await self.retrying("sendMessage", lambda: self._bot.send_message(chat_id, part, reply_markup=markup))
         except BadRequest as exc:
-            raise DeliveryFailed(f"Telegram refused the message: {exc.message}", code="400") from exc
+            raise DeliveryFailed("Telegram refused the message", code="400") from exc
 
     async def retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """``call`` with Telegram's retry rules; BadRequest passes through for the caller."""
@@ -83,13 +83,13 @@ class TelegramSender:
             except BadRequest:
                 raise
             except Forbidden as exc:
-                log.warning("telegram_forbidden method=%s error=%s", what, exc.message)
+                log.warning("telegram_forbidden method=%s", what)
                 raise DeliveryFailed("Telegram says the bot is blocked or was never started", code="403") from exc
             except NetworkError as exc:  # 5xx, timeouts, connection failures
                 delay = self._backoff[min(attempt - 1, len(self._backoff) - 1)]
-                log.warning("telegram_unavailable method=%s error=%s attempt=%s", what, exc.message, attempt)
+                log.warning("telegram_unavailable method=%s error=%s attempt=%s", what, type(exc).__name__, attempt)
             except TelegramError as exc:
-                raise DeliveryFailed(f"Telegram refused the call: {exc.message}") from exc
+                raise DeliveryFailed(f"Telegram refused the call ({type(exc).__name__})") from exc
             if attempt < ATTEMPTS:
                 await asyncio.sleep(delay)
         raise DeliveryFailed(f"Telegram did not accept {what} after {ATTEMPTS} attempts.", code="retries")

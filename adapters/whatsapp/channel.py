@@ -56,7 +56,7 @@ class WhatsAppChannel:
     async def webhook(self, request: web.Request) -> web.Response:
         try:
             form = await request.post()
-        except ValueError:
+        except (ValueError, LookupError):  # LookupError: a charset Python does not know
             return web.Response(status=400, text="malformed form")
         params = {key: value for key, value in form.items() if isinstance(value, str)}
         if not self._signed(request, params):

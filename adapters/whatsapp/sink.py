@@ -51,7 +51,7 @@ class TwilioSender:
             message = await asyncio.wait_for(
                 self._client.messages.create_async(from_=self._from, to=f"whatsapp:{number}", body=part), self.timeout_s)
         except TwilioRestException as exc:
-            log.warning("twilio_send_failed code=%s status=%s error=%s", exc.code, exc.status, exc.msg)
+            log.warning("twilio_send_failed code=%s status=%s", exc.code, exc.status)
             reason = ("WhatsApp only accepts my replies within 24 hours of your last message there"
                       if exc.code == OUTSIDE_WINDOW else f"Twilio refused the WhatsApp message (error {exc.code})")
             raise DeliveryFailed(reason, code=str(exc.code)) from exc
@@ -59,7 +59,7 @@ class TwilioSender:
             log.warning("twilio_send_failed code=timeout after_s=%s", self.timeout_s)
             raise DeliveryFailed("Twilio did not answer in time", code="timeout") from exc
         except (TwilioException, OSError) as exc:
-            log.warning("twilio_send_failed code=unreachable error=%s", exc)
+            log.warning("twilio_send_failed code=unreachable error=%s", type(exc).__name__)
             raise DeliveryFailed("Twilio could not be reached", code="unreachable") from exc
         log.info("twilio_sent sid=%s status=%s", message.sid, message.status)
 

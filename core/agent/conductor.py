@@ -232,9 +232,11 @@ class Conductor:
     async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply) -> None:
         """Store the reply and settle the request (one transaction), then hand it to the channel."""
         try:
-            await self._deps.messages.answer(request.id, owner.id, NewMessage(
+            stored = await self._deps.messages.answer(request.id, owner.id, NewMessage(
                 owner.id, Role.ASSISTANT, reply.text_form(), request.channel, self._deps.clock.now(),
                 origin=TurnOrigin.OWNER_MESSAGE.value))
+            if stored is None:  # answered elsewhere meanwhile, or stopped: never a second reply
+                return
         except Exception:  # noqa: BLE001 - still answer the owner when storing the reply failed
             log.exception("reply_store_failed owner=%s", owner.id)
         try:

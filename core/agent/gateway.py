@@ -93,6 +93,11 @@ class Gateway:
         self._prices = prices
         self._clock = clock
 
+    async def close(self) -> None:
+        """Close the model clients: an HTTP pool left to the garbage collector fails loudly later."""
+        for model in {id(m): m for m in (self._agent, self._memory) if m is not None}.values():
+            await model.close()
+
     @property
     def agent_configured(self) -> bool:
         return self._agent is not None

@@ -65,3 +65,7 @@ class ChatModel(Protocol):
     async def complete(self, request: ChatRequest) -> ChatReply:
         """One model call; raises ModelError (or a subclass) when there is no usable reply."""
         ...
+
+    async def close(self) -> None:
+        """Release the connections (the process is shutting down)."""
+        ...

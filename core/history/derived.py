@@ -36,6 +36,7 @@ import hashlib
 import json
 import logging
 import shutil
+import time
 from functools import partial
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -67,6 +68,10 @@ _GAP = text(
 )
 _INSTANCE = text("SELECT value FROM nod_meta WHERE key = 'instance'")
 _ROW = text("SELECT id, owner_id, thread_id, role, text, sent_at FROM messages WHERE id = :id")
+_AT_OR_AFTER = text("""SELECT id, owner_id, thread_id, role, text, sent_at FROM messages
+    WHERE id >= :id AND id <= :upto AND role != 'tool' ORDER BY id LIMIT 1""")
+SAMPLE_SIZE = 16
+SAMPLE_EVERY_S = 60.0
 
 
 def _guarded(work: Callable[[], T]) -> T:
@@ -135,6 +140,7 @@ class DerivedIndex:
         self._watermark = self._indexed_max()
         self._lock = asyncio.Lock()
         self._background: asyncio.Task[None] | None = None
+        self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
 
     @property
     def watermark(self) -> int:
@@ -234,7 +240,8 @@ class DerivedIndex:
         async with self._engine.connect() as conn:
             instance = (await conn.execute(_INSTANCE)).scalar()
             row = (await conn.execute(_ROW, {"id": self._watermark})).first() if self._watermark else None
-        if self._database == instance and self._holds(row):
+            sample = await self._sample(conn) if self._sample_due() else None
+        if self._database == instance and self._holds(row) and (sample is None or self._holds_all(sample)):
             return True
         if self._acquire_writer() is None:  # another process writes it: re-read what it did, answer from the database
             self._database = self._bound_to()
@@ -252,6 +259,29 @@ class DerivedIndex:
             self._database = instance
             self._mark(instance)
         return True
+
+    def _sample_due(self) -> bool:
+        """A wider check — rows spread over the whole index — at first use and every minute."""
+        now = time.monotonic()
+        if self._watermark and now - self._sampled_at >= SAMPLE_EVERY_S:
+            self._sampled_at = now
+            return True
+        return False
+
+    async def _sample(self, conn: Any) -> list[Any]:
+        """The first indexable row at or after each of SAMPLE_SIZE ids spread up to the watermark."""
+        step = max(self._watermark // SAMPLE_SIZE, 1)
+        targets = sorted({min(self._watermark, 1 + n * step) for n in range(SAMPLE_SIZE)})
+        rows = []
+        for target in targets:
+            found = (await conn.execute(_AT_OR_AFTER, {"id": target, "upto": self._watermark})).first()
+            if found is not None:
+                rows.append(found)
+        return rows
+
+    def _holds_all(self, rows: list[Any]) -> bool:
+        """Each sampled row is in the index with its digest (one restored backup replaced none of them)."""
+        return all(_digest(row) == _guarded(lambda row=row: self._digest_at(int(row.id))) for row in rows)
 
     def _holds(self, row: Any) -> bool:
         """The message the index holds last is in the database, unchanged (trivially so when empty)."""

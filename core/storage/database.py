@@ -46,7 +46,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
     _set_wal(cursor)
-    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA synchronous = FULL")  # a commit is on disk before a webhook is acknowledged
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
 
@@ -67,6 +67,41 @@ def _set_wal(cursor: Any, attempts: int = 100) -> None:
             time.sleep(0.02)
 
 
+class _OpenedFile:
+    """The SQLite file an engine opened: a write into a deleted or replaced file is refused.
+
+    SQLite keeps writing to a file unlinked under it; a message stored there is lost at the
+    next start while its webhook got 200. Checked (one ``stat``) before every write.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.identity: tuple[int, int] | None = None
+
+    def opened(self) -> None:
+        if self.identity is None:
+            found = self.path.stat()
+            self.identity = (found.st_dev, found.st_ino)
+
+    def check(self) -> None:
+        if self.identity is None:
+            return
+        try:
+            found = self.path.stat()
+        except OSError:
+            raise StorageError(f"The SQLite file {self.path} is gone; restore it and restart Nod.") from None
+        if (found.st_dev, found.st_ino) != self.identity:
+            raise StorageError(f"The SQLite file {self.path} was replaced while Nod ran; restart Nod.")
+
+
+_FILES: weakref.WeakKeyDictionary[Any, _OpenedFile] = weakref.WeakKeyDictionary()
+
+
+def check_opened_file(engine: AsyncEngine) -> None:
+    """StorageError when the SQLite file this engine opened is no longer the one at its path."""
+    opened = _FILES.get(engine.sync_engine)
+    if opened is not None:
+        opened.check()
 _IMMEDIATE = "nod_begin_immediate"
 # one lock per engine, forgotten with it (keyed by the sync engine, which the engine owns)
 _WRITE_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
@@ -95,6 +130,7 @@ async def writing(engine: AsyncEngine, single_statement: bool = False) -> AsyncI
         async with engine.begin() as conn:
             yield conn
         return
+    check_opened_file(engine)
     lock = _WRITE_LOCKS.setdefault(engine.sync_engine, asyncio.Lock())
     async with lock, engine.connect() as conn:
         if single_statement:
@@ -150,6 +186,10 @@ def create_engine(url: str = DEFAULT_URL, *, pool_size: int = 5) -> AsyncEngine:
         engine = create_async_engine(parsed, pool_reset_on_return=None, hide_parameters=True)  # reads hold no transaction
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
+        path = sqlite_file(url)
+        if path is not None:
+            opened = _FILES[engine.sync_engine] = _OpenedFile(path)
+            event.listen(engine.sync_engine, "connect", lambda _conn, _record: opened.opened())
         return engine
     if driver == "postgresql+asyncpg":
         return create_async_engine(parsed, pool_size=pool_size, max_overflow=pool_size * 2, hide_parameters=True)

@@ -194,13 +194,20 @@ class MessageStore:
         )
         return Appended(stored, created=True)
 
-    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage:
+    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None:
         """Store ``reply`` and settle every request of the owner up to ``request_id``, at once.
 
-        A restarted turn answers the messages before its own too: they were in its view.
+        The request is claimed first, in the same transaction: when it no longer awaits (a
+        turn in another process answered it, or the owner said /stop) nothing is stored and
+        None comes back, so the reply is not sent. A restarted turn answers the messages
+        before its own too: they were in its view.
         """
         values = _row_values(reply, await self.active_thread(owner_id))
+        claim = update(messages).where(messages.c.id == request_id, messages.c.awaiting).values(awaiting=False)
         async with writing(self._engine) as conn:
+            if (await conn.execute(claim)).rowcount != 1:
+                log.info("reply_not_stored owner=%s answers=%s reason=settled", owner_id, request_id)
+                return None
             row = (await conn.execute(insert(messages).values(**values).returning(*messages.c))).one()
             await conn.execute(self._settling(owner_id, request_id))
         stored = stored_message(row)

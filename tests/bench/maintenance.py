@@ -31,6 +31,9 @@ START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 class InstantMemoryModel:
     """Proposes one add per batch, quoting the batch's first message."""
 
+    async def close(self) -> None:
+        pass
+
     async def complete(self, request: ChatRequest) -> ChatReply:
         payload = json.loads(request.messages[-1]["content"])
         first = payload["messages"][0]

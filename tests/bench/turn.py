@@ -40,6 +40,9 @@ class InstantModel:
     def __init__(self, search: bool) -> None:
         self.search = search
 
+    async def close(self) -> None:
+        pass
+
     async def complete(self, request: ChatRequest) -> ChatReply:
         asked = any(m.get("role") == "tool" for m in request.messages)
         if self.search and not asked:

@@ -133,6 +133,10 @@ def test_run_serves_healthz_and_stops_cleanly(tmp_path: Path, stop_signal: int) 
             except OSError:
                 time.sleep(0.1)
         assert body == {"status": "ok"}
+        if stop_signal == signal.SIGTERM:  # a second server on the same SQLite file is refused
+            second = nod(tmp_path, "run", NOD_PORT=str(free_port()))
+            assert second.returncode == 1 and _one_sentence_error(second).startswith(
+                f"nod: Another nod run is serving {tmp_path / 'nod.db'}")
         proc.send_signal(stop_signal)
         assert proc.wait(timeout=20) == 0
         assert "Traceback" not in proc.stderr.read()

@@ -236,6 +236,9 @@ class StubbornModel:
     def __init__(self) -> None:
         self.started = asyncio.Event()
 
+    async def close(self) -> None:
+        pass
+
     async def complete(self, request: Any) -> Any:
         self.started.set()
         await asyncio.shield(asyncio.sleep(3))

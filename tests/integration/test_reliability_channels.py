@@ -129,3 +129,22 @@ async def test_health_is_503_with_a_reason_when_writes_fail(live: Live) -> None:
 async def test_a_digest_is_sent_after_the_acknowledgement(live: Live, telegram: tg.FakeTelegramServer) -> None:
     assert await live.post_update(tg.message_update(1, MAYA_TELEGRAM, "/memory")) == 200
     assert (await telegram.wait_for("sendMessage"))[0]["text"].startswith("I don't remember anything")
+
+
+async def test_a_webhook_into_a_deleted_database_is_not_acknowledged(live: Live, tmp_path: Path) -> None:
+    (tmp_path / "nod.db").rename(tmp_path / "elsewhere.db")
+    assert await live.post_update(tg.message_update(1, MAYA_TELEGRAM, "hello")) == 503
+    assert (await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "hello")))[0] == 503
+
+
+async def test_a_poisoned_update_in_polling_is_confirmed_and_the_rest_go_through(
+        tmp_path: Path, server: FakeModelServer, telegram: tg.FakeTelegramServer, twilio: FakeTwilioServer) -> None:
+    async for live in make_live(tmp_path, server, telegram, twilio, webhook=False):
+        server.enqueue(AGENT, text("Got the last one."))
+        telegram.push(tg.message_update(1, MAYA_TELEGRAM, "unreadable", date=10**15))  # the library cannot parse it
+        telegram.push({"update_id": 2, "message": {"message_id": 2, "date": 1_800_000_000, "text": 5,
+                                                   "chat": {"id": MAYA_TELEGRAM, "type": "private"},
+                                                   "from": {"id": MAYA_TELEGRAM, "is_bot": False, "first_name": "M"}}})
+        telegram.push(tg.message_update(3, MAYA_TELEGRAM, "the real question"))
+        assert (await telegram.wait_for("sendMessage"))[0]["text"] == "Got the last one."
+        assert [r[1] for r in await _stored(live) if r[0] == "owner"] == ["the real question"]

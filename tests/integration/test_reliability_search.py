@@ -161,3 +161,26 @@ async def test_numbers_and_dates_no_engine_can_take_are_a_sentence(tmp_path: Pat
     result = await tools.run(owner, "history_search", args)
     assert set(result) == {"error"} and result["error"].endswith(".") and "unexpected" not in result["error"]
     await engine.dispose()
+
+
+async def test_a_restore_that_rewrites_the_middle_but_not_the_last_row_is_still_caught(tmp_path: Path) -> None:
+    db = tmp_path / "nod.db"
+    engine, store, search = await _open(db)
+    ana = await OwnerStore(engine).add("ana", "UTC", (), T0)
+    await _say(store, ana, ["apple pie"])
+    await engine.dispose()
+    shutil.copy(db, tmp_path / "backup.db")
+    engine, store, search = await _open(db)
+    await store.append(NewMessage(ana.id, Role.OWNER, "pear tart", "t", T0 + timedelta(minutes=1)))
+    last = NewMessage(ana.id, Role.OWNER, "plum jam", "t", T0 + timedelta(minutes=2))
+    await store.append(last)
+    assert (await search.search(ana, {"query": "pear"}))["totalMatches"] > 0  # indexed up to the last row
+    await engine.dispose()
+    _remove(db)
+    shutil.copy(tmp_path / "backup.db", db)
+    engine, store, search = await _open(db)  # a new process: its first check samples the whole index
+    await store.append(NewMessage(ana.id, Role.OWNER, "apple crumble", "t", T0 + timedelta(minutes=1)))
+    await store.append(last)  # the same last row as the index holds: only the sample can tell
+    answer = await search.search(ana, {"query": "apple"})
+    assert answer["totalMatches"] == 3 and (await search.search(ana, {"query": "pear"}))["totalMatches"] == 0
+    await engine.dispose()

@@ -137,3 +137,19 @@ async def test_two_postgresql_workers_recovering_at_once_answer_once(
             assert sinks[0].sent + sinks[1].sent == ["Answered once."] and len(server.calls()) == 1
             for door in doors:
                 await door.close()
+
+
+async def test_two_processes_on_one_sqlite_file_recovering_at_once_answer_once(
+        tmp_path: Path, server: FakeModelServer) -> None:
+    server.enqueue(AGENT, text("Answered.", delay_s=0.2), text("Answered again!", delay_s=0.2))
+    async for one in make_harness(tmp_path, server, memory_model=None):
+        await one.conductor.receive(one.owner, Inbound(Identity("telegram", "4242"), "are you there?", "u1"))
+        await one.conductor.close()
+        async for two in make_harness(tmp_path, server, memory_model=None):  # a second engine on the same file
+            sinks = (Sink(), Sink())
+            doors = (one.svc.front_door(sinks[0]), two.svc.front_door(sinks[1]))
+            await asyncio.gather(*(door.recover(("telegram",)) for door in doors))
+            await asyncio.wait_for(asyncio.gather(*(door.wait(one.owner.id) for door in doors)), 20)
+            assert len(sinks[0].sent + sinks[1].sent) == 1  # both may have asked the model; one answer is sent
+            for door in doors:
+                await door.close()

@@ -17,6 +17,12 @@ SECRETS = [
     ("amex 3782 822463 10005", "card number"),
     ("about 4111 1111 1111 1111", "card number"),  # a slug's words
     ("on 2024-05-08 paid with 4111 1111 1111 1111 ok", "card number"),
+    *[(f"card 4111{sep}1111{sep}1111{sep}1111", "card number")
+      for sep in (",", ":", "+", "|", "*", "'", "#", "~", "=", ";", ", ", "  -  ", "\u200b", "\u2060", "\ufeff", "\u00ad")],
+    ("card ４１１１ １１１１ １１１１ １１１１", "card number"),  # full-width digits
+    ("the PIN 4821 for the door", "password"),
+    ("wifi pass hunter2xyz", "password"),
+    ("example.com/login?token=abc123", "link with a login"),
     ("5500005555555559 is my card", "card number"),
     ("AKIAIOSFODNN7EXAMPLE", "key or token"),
     ("key sk-proj-abcdefghijklmnopqrstuvwx123", "key or token"),
@@ -39,6 +45,9 @@ ORDINARY = [
     "pi is 3.141592653589793",
     "4111 1111 1111 1112 fails the Luhn check",
     "two numbers 912345678 and 912345679",
+    "pass the salt please",
+    "I have 2 kids, born 1990 and 1992",
+    "see www.example.com/about",
     "Order 1234567 arrives tomorrow",
     "see https://example.com/recipes?page=2",
     "internationalization-and-localization-guidelines-document",
