@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import commands, conversation
+from bot import cli_data, cli_talk
 from bot.logs import configure_logging
 from bot.settings import Settings, load_settings
 from bot.wiring import Services, services
@@ -99,28 +99,28 @@ def _parser() -> argparse.ArgumentParser:
 def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
     key = (args.command, getattr(args, "action", None))
     table: dict[tuple[str, str | None], Callable[[Services], Awaitable[str]]] = {
-        ("owners", "add"): lambda s: commands.owners_add(
+        ("owners", "add"): lambda s: cli_data.owners_add(
             s, args.name, args.telegram, args.whatsapp, args.tz
         ),
-        ("owners", "link"): lambda s: commands.owners_link(s, args.name, args.telegram, args.whatsapp),
-        ("owners", "list"): commands.owners_list,
-        ("owners", "set"): lambda s: conversation.owners_set(s, args.name, args.spending_limit, args.tz),
-        ("chat", None): lambda s: conversation.chat(s, args.owner),
-        ("usage", None): lambda s: conversation.usage(s, args.owner),
-        ("maintenance", "run"): lambda s: conversation.maintenance_run(s, args.owner),
-        ("history", "import"): lambda s: commands.history_import(
-            s, args.owner, args.file, commands.stderr_progress()
+        ("owners", "link"): lambda s: cli_data.owners_link(s, args.name, args.telegram, args.whatsapp),
+        ("owners", "list"): cli_data.owners_list,
+        ("owners", "set"): lambda s: cli_talk.owners_set(s, args.name, args.spending_limit, args.tz),
+        ("chat", None): lambda s: cli_talk.chat(s, args.owner),
+        ("usage", None): lambda s: cli_talk.usage(s, args.owner),
+        ("maintenance", "run"): lambda s: cli_talk.maintenance_run(s, args.owner),
+        ("history", "import"): lambda s: cli_data.history_import(
+            s, args.owner, args.file, cli_data.stderr_progress()
         ),
-        ("memory", "show"): lambda s: commands.memory_show(s, args.owner, args.json),
-        ("memory", "export"): lambda s: commands.memory_export(s, args.owner),
-        ("memory", "add"): lambda s: commands.memory_add(
+        ("memory", "show"): lambda s: cli_data.memory_show(s, args.owner, args.json),
+        ("memory", "export"): lambda s: cli_data.memory_export(s, args.owner),
+        ("memory", "add"): lambda s: cli_data.memory_add(
             s, args.owner, args.path, args.text, args.abstract, args.expires
         ),
-        ("memory", "forget"): lambda s: commands.memory_forget(s, args.owner, args.path),
-        ("memory", "import"): lambda s: commands.memory_import(s, args.owner, args.file),
+        ("memory", "forget"): lambda s: cli_data.memory_forget(s, args.owner, args.path),
+        ("memory", "import"): lambda s: cli_data.memory_import(s, args.owner, args.file),
         ("tool", None): lambda s: (
-            commands.tool_batch(s, args.owner, sys.stdin, sys.stdout) if args.batch
-            else commands.tool_run(s, args.owner, args.tool, args.args)
+            cli_data.tool_batch(s, args.owner, sys.stdin, sys.stdout) if args.batch
+            else cli_data.tool_run(s, args.owner, args.tool, args.args)
         ),
     }
     return table[key]

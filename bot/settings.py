@@ -46,7 +46,7 @@ class Settings:
     spending_limit_usd: float | None = 10.0
     model_prices: tuple[tuple[str, float, float], ...] = ()
     open_signup: bool = False
-    max_turns: int = 2  # turns doing server work at once; waiting for a model is not counted
+    work_slots: int = 2  # turns doing server work at once; waiting for a model is not counted
     log_level: str | None = None  # unset: INFO for `nod run`, WARNING for one-shot commands
     log_text: bool = False
 
@@ -77,7 +77,8 @@ _VARIABLES = {
     "NOD_SPENDING_LIMIT_USD": "spending_limit_usd",
     "NOD_MODEL_PRICES": "model_prices",
     "NOD_OPEN_SIGNUP": "open_signup",
-    "NOD_MAX_CONCURRENT_TURNS": "max_turns",
+    "NOD_WORK_SLOTS": "work_slots",
+    "NOD_MAX_CONCURRENT_TURNS": "work_slots",  # the older name of NOD_WORK_SLOTS, still read
     "NOD_LOG_LEVEL": "log_level",
     "NOD_LOG_TEXT": "log_text",
 }
@@ -109,7 +110,7 @@ def _parse(name: str, raw: str) -> object:
         return _positive(name, raw, allow_none=field == "spending_limit_usd")
     if field == "model_prices":
         return _prices(name, raw)
-    if field in ("agent_context_tokens", "max_turns"):
+    if field in ("agent_context_tokens", "work_slots"):
         if not raw.strip().isdigit() or int(raw) <= 0:
             raise ConfigError(f"{name} must be a positive whole number, not {raw!r}.")
         return int(raw)
@@ -151,6 +152,8 @@ def load_settings(
         values.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
     values.update(os.environ if environ is None else environ)
     present = {name: raw for name, raw in values.items() if name in _VARIABLES and raw.strip()}
+    if "NOD_WORK_SLOTS" in present:  # the new name wins over the old one
+        present.pop("NOD_MAX_CONCURRENT_TURNS", None)
     for enabling, needed in _REQUIRED_WHEN:
         if enabling in present and needed not in present:
             raise ConfigError(f"{enabling} is set, so {needed} must be set too.")

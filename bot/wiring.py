@@ -16,7 +16,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.settings import Settings
-from core.agent.conductor import MAX_TURNS, Conductor, ReplySink
+from core.agent.conductor import Conductor, ReplySink
+from core.agent.slots import DEFAULT_SLOTS
 from core.inbox.commands import OwnerCommands
 from core.inbox.digests import Digests
 from core.inbox.front import FrontDoor
@@ -73,10 +74,10 @@ class Services:
     health: DatabaseHealth
 
     open_signup: bool = False
-    max_turns: int = MAX_TURNS
+    work_slots: int = DEFAULT_SLOTS
 
     def conductor(self, sink: ReplySink) -> Conductor:
-        return Conductor(self.turn, sink, self.locks, self.max_turns)
+        return Conductor(self.turn, sink, self.locks, self.work_slots)
 
     def commands(self, conductor: Conductor) -> OwnerCommands:
         return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory))
@@ -157,7 +158,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         try:
             yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
                            maintenance, locks, DatabaseHealth(engine, settings.database_url, clock),
-                           settings.open_signup, settings.max_turns)
+                           settings.open_signup, settings.work_slots)
         finally:
             await locks.close()
             await gateway.close()

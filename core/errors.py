@@ -20,7 +20,6 @@ carries it to the agent); none of them is a bug report.
     │   │   └── ModelTimeout .... the call's deadline passed
     │   ├── ModelRefused ........ the server refused the request (key, model name, input)
     │   └── UnreadableAnswer .... the answer was not the JSON that was asked for
-    ├── SpendingLimitReached .... the owner's spending limit for the period is used up
     └── DeliveryFailed .......... a channel could not hand a reply to the owner
 """
 
@@ -94,10 +93,6 @@ class ModelRefused(ModelError):
 
 class UnreadableAnswer(ModelError):
     """The model's answer was not the JSON asked for (or not JSON at all)."""
-
-
-class SpendingLimitReached(NodError):
-    """The owner's spending limit for this period is used up until the owner says yes."""
 
 
 class DeliveryFailed(NodError):

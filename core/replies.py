@@ -4,7 +4,7 @@ A ``Reply`` is the checked text plus the choices the agent offered (a task card)
 shows the choices as inline buttons; a channel without buttons, the stored conversation
 and the reply check all use its text form, the choices numbered under the text.
 
-Splitting (Telegram 4,096, WhatsApp 1,600):
+Splitting, for channels with a size limit (each adapter knows its own):
 
 Cuts fall on the last paragraph break that fits, else the last sentence end, else the last
 space, and only as a last resort inside a word; no part is empty, nothing is lost except
@@ -16,8 +16,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TELEGRAM_LIMIT = 4_096
-WHATSAPP_LIMIT = 1_600
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]]*\s")
 MAX_CHOICES = 6
 MAX_CHOICE_CHARS = 40

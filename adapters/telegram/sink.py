@@ -25,10 +25,11 @@ from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram.formatting import to_html
 from core.errors import DeliveryFailed
-from core.replies import TELEGRAM_LIMIT, Reply, split_reply
+from core.replies import Reply, split_reply
 from core.owner import Identity, Owner
 
 log = logging.getLogger("nod.telegram")
+TELEGRAM_LIMIT = 4_096  # characters per message
 ATTEMPTS = 4
 MAX_RETRY_AFTER_S = 60.0
 BACKOFF_S = (0.5, 2.0, 5.0)

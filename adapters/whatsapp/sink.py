@@ -17,10 +17,11 @@ from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.rest import Client
 
 from core.errors import DeliveryFailed
-from core.replies import WHATSAPP_LIMIT, Reply, split_reply
+from core.replies import Reply, split_reply
 from core.owner import Identity, Owner
 
 log = logging.getLogger("nod.whatsapp")
+WHATSAPP_LIMIT = 1_600  # characters per message body
 SEND_TIMEOUT_S = 15.0
 OUTSIDE_WINDOW = 63016
 

@@ -19,7 +19,7 @@ them, while the owner's own words — a comment, a caption — are the request i
 The reply goes back to the identity the request came from (a Telegram chat, a WhatsApp
 number); the stored copy is its text form, so the conversation shows the choices offered.
 
-At most ``max_turns`` turns do server work at once in a process (``core.agent.slots``:
+At most ``work_slots`` turns do server work at once in a process (``core.agent.slots``:
 waiting for a model does not count); the rest wait in arrival order. A message is stored
 (and its webhook answered) before its turn waits, so a burst is accepted at once and
 answered as fast as the turns can go, while the event loop stays free to accept more.
@@ -46,8 +46,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from core.agent.slots import DEFAULT_SLOTS as MAX_TURNS
-from core.agent.slots import WorkSlots
+from core.agent.slots import DEFAULT_SLOTS, WorkSlots
 from core.agent.turn_context import TurnOrigin, begin
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.errors import DeliveryFailed
@@ -76,11 +75,11 @@ class TurnLocks(Protocol):
 
 class Conductor:
     def __init__(self, deps: TurnDeps, sink: ReplySink, locks: TurnLocks | None = None,
-                 max_turns: int = MAX_TURNS) -> None:
+                 work_slots: int = DEFAULT_SLOTS) -> None:
         self._deps = deps
         self._sink = sink
         self._locks_across = locks
-        self._slots = WorkSlots(max_turns)
+        self._slots = WorkSlots(work_slots)
         self._turns: dict[int, asyncio.Task[None]] = {}
         self._starting: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[int, asyncio.Lock] = {}

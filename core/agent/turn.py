@@ -40,13 +40,13 @@ EMPTY_ANSWER = "I couldn't put an answer together just now. Could you ask again?
 
 
 class EvidenceSource(Protocol):
-    """The evidence packet for a request (the evidence issue fills this slot)."""
+    """The evidence packet for a request (core.evidence.selection), or None."""
 
     async def packet(self, ctx: TurnContext, request: StoredMessage) -> str | None: ...
 
 
 class ReplyCheck(Protocol):
-    """Checks a draft's personal claims before delivery (the evidence issue fills this slot)."""
+    """Checks a draft's personal claims before delivery (core.evidence.check)."""
 
     async def check(
         self, ctx: TurnContext, request: StoredMessage, draft: str, reads: Sequence[ToolOutcome]

@@ -136,7 +136,7 @@ class ArchivedRecord:
 
 @dataclass(frozen=True)
 class Skill:
-    """A learned procedure; the skills issue fills in how they are written."""
+    """A learned procedure for one site, app or flow, written by Nod for itself after a task."""
 
     name: str
     description: str

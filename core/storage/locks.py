@@ -53,7 +53,7 @@ class _Held:
             self._got = True
             return True
         self._conn = await engine.connect()
-        query = text("SELECT pg_try_advisory_lock(:ns, :owner)")
+        query = text(_TRY_LOCK)
         self._got = bool((await self._conn.execute(query, {"ns": _NAMESPACE, "owner": self._owner_id})).scalar())
         await self._conn.commit()
         if not self._got:
@@ -66,7 +66,7 @@ class _Held:
             self._local.release()
         if self._conn is not None:
             try:
-                await self._conn.execute(text("SELECT pg_advisory_unlock(:ns, :owner)"),
+                await self._conn.execute(text(_UNLOCK),
                                          {"ns": _NAMESPACE, "owner": self._owner_id})
                 await self._conn.commit()
             finally:

@@ -11,7 +11,7 @@ acknowledgement p50/p99, failures, and the replies Twilio received for that rate
 turns drained (a restarted turn answers its owner's newer messages at once, so there are
 fewer replies than messages). Each rate starts after the previous one's turns drained.
 
-Diagnostics: ``NOD_BENCH_RATES=50,100`` picks the rates, ``NOD_MAX_CONCURRENT_TURNS`` is
+Diagnostics: ``NOD_BENCH_RATES=50,100`` picks the rates, ``NOD_WORK_SLOTS`` is
 passed to Nod, ``NOD_BENCH_SLOW=1`` prints every acknowledgement over 30 ms,
 ``NOD_BENCH_STDERR=FILE`` keeps Nod's log, ``NOD_BENCH_PROFILE=FILE`` runs Nod under cProfile.
 """
@@ -106,7 +106,7 @@ async def _backend(name: str, url: str) -> list[str]:
     env = clean_env(NOD_DATABASE_URL=url, NOD_PORT=str(port), NOD_AGENT_MODEL="bench-agent", OPENAI_BASE_URL=model_url,
                OPENAI_API_KEY="bench", TWILIO_ACCOUNT_SID=tw.ACCOUNT_SID, TWILIO_AUTH_TOKEN=tw.AUTH_TOKEN,
                TWILIO_WHATSAPP_FROM=tw.FROM, TWILIO_API_BASE_URL=twilio_url, NOD_PUBLIC_URL=PUBLIC,
-               NOD_LOG_LEVEL="WARNING", NOD_MAX_CONCURRENT_TURNS=os.environ.get("NOD_MAX_CONCURRENT_TURNS", "2"))
+               NOD_LOG_LEVEL="WARNING", NOD_WORK_SLOTS=os.environ.get("NOD_WORK_SLOTS", "2"))
     profile = ["-m", "cProfile", "-o", os.environ["NOD_BENCH_PROFILE"]] if os.environ.get("NOD_BENCH_PROFILE") else []
     stderr = open(os.environ["NOD_BENCH_STDERR"], "w") if os.environ.get("NOD_BENCH_STDERR") else None
     proc = subprocess.Popen([sys.executable, *profile, "-m", "bot", "run"], env=env, stdout=subprocess.DEVNULL, stderr=stderr)

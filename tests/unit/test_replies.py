@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.replies import TELEGRAM_LIMIT, WHATSAPP_LIMIT, split_reply
+from adapters.telegram.sink import TELEGRAM_LIMIT
+from adapters.whatsapp.sink import WHATSAPP_LIMIT
+from core.replies import split_reply
 
 
 def test_a_short_reply_is_one_part() -> None:

@@ -1,4 +1,4 @@
-"""The ``nod`` subcommands that act on stored data: owners, history import, memory."""
+"""The `nod` subcommands that act on stored data: owners, history import, memory, tools."""
 
 from __future__ import annotations
 
