@@ -92,8 +92,11 @@ _REQUIRED_WHEN = (
 )
 
 
+_OLDER_NAMES = frozenset({"NOD_MAX_CONCURRENT_TURNS"})  # read for compatibility, no longer documented
+
+
 def variable_names() -> tuple[str, ...]:
-    return tuple(_VARIABLES)
+    return tuple(name for name in _VARIABLES if name not in _OLDER_NAMES)
 
 
 def _parse(name: str, raw: str) -> object:
