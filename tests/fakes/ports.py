@@ -1,0 +1,221 @@
+"""In-memory fakes of the storage ports (``core.ports``) and of the chat-model port.
+
+They let unit tests run the turn and the saving rules with no database and no server,
+next to the integration tests that run the same rules on real SQLite and PostgreSQL.
+They keep the ports' promises that the rules rely on (a compare-and-swap memory, requests
+awaiting until answered, owner-only reads by id) and count what was asked of them, so a
+test can say "the memory document was read once".
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, TypeVar
+
+from core.agent.model import ChatReply, ChatRequest
+from core.agent.usage import PurposeTotal, UsageRecord
+from core.history.scope import Hit, Scope
+from core.memory.model import MemoryDocument
+from core.message import Appended, NewMessage, Role, StoredMessage
+from core.owner import Identity, Owner, OwnerSettings
+from core.ports import Changed, Saved, VersionedDocument
+from core.secrets import contains_secret
+
+T = TypeVar("T")
+
+
+@dataclass
+class MemoryMessages:
+    rows: dict[int, StoredMessage] = field(default_factory=dict)
+    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    thread: dict[int, int] = field(default_factory=dict)
+
+    async def append(self, message: NewMessage) -> Appended:
+        for row in self.rows.values():
+            if message.external_id and (row.owner_id, row.channel, row.external_id) == (
+                    message.owner_id, message.channel, message.external_id):
+                return Appended(row, created=False)
+        stored = StoredMessage(next(self._ids), message.owner_id, await self.active_thread(message.owner_id),
+                               message.role, message.text, message.sent_at, message.channel, message.external_id,
+                               message.card_title, message.attachment, message.forwarded, contains_secret(message.text),
+                               message.origin, message.address, message.awaiting)
+        self.rows[stored.id] = stored
+        return Appended(stored, created=True)
+
+    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None:
+        if not self.rows[request_id].awaiting:
+            return None
+        await self.settle(owner_id, request_id)
+        return (await self.append(reply)).message
+
+    async def settle(self, owner_id: int, up_to: int | None = None) -> None:
+        for key, row in self.rows.items():
+            if row.owner_id == owner_id and row.awaiting and (up_to is None or key <= up_to):
+                self.rows[key] = replace(row, awaiting=False)
+
+    async def is_awaiting(self, message_id: int) -> bool:
+        return message_id in self.rows and self.rows[message_id].awaiting
+
+    async def awaiting_requests(self) -> list[StoredMessage]:
+        newest: dict[int, StoredMessage] = {}
+        for row in sorted(self.rows.values(), key=lambda r: r.id):
+            if row.awaiting:
+                newest[row.owner_id] = row
+        return list(newest.values())
+
+    async def get(self, message_id: int) -> StoredMessage | None:
+        return self.rows.get(message_id)
+
+    async def get_many(self, ids: Iterable[int]) -> Mapping[int, StoredMessage]:
+        return {i: self.rows[i] for i in ids if i in self.rows}
+
+    async def recent(self, owner_id: int, limit: int, role: Role | None = None) -> list[StoredMessage]:
+        thread = await self.active_thread(owner_id)
+        rows = [r for r in self.rows.values() if r.thread_id == thread and (role is None or r.role is role)]
+        return sorted(rows, key=lambda r: r.id)[-limit:]
+
+    async def owner_messages_after(self, owner_id: int, after_id: int, limit: int,
+                                   sent_before: datetime) -> list[StoredMessage]:
+        rows = sorted((r for r in self.rows.values() if r.owner_id == owner_id and r.role is Role.OWNER
+                       and r.id > after_id), key=lambda r: r.id)[:limit]
+        return list(itertools.takewhile(lambda r: r.sent_at < sent_before, rows))
+
+    async def active_thread(self, owner_id: int) -> int:
+        return self.thread.setdefault(owner_id, owner_id * 1000)
+
+    async def reset_thread(self, owner_id: int) -> int:
+        await self.settle(owner_id)
+        self.thread[owner_id] = await self.active_thread(owner_id) + 1
+        return self.thread[owner_id]
+
+
+@dataclass
+class MemoryDocuments:
+    """A compare-and-swap memory in a dict; ``loads`` counts reads, the snapshot test reads it."""
+
+    stored: dict[int, VersionedDocument] = field(default_factory=dict)
+    loads: int = 0
+
+    async def load(self, owner_id: int) -> VersionedDocument:
+        self.loads += 1
+        return self.stored.get(owner_id, VersionedDocument(MemoryDocument(), 0))
+
+    async def update(self, owner_id: int, operation: Callable[[MemoryDocument], MemoryDocument]) -> VersionedDocument:
+        saved = await self.apply(owner_id, lambda doc: Changed(operation(doc), None))
+        return VersionedDocument(saved.document, saved.version)
+
+    async def apply(self, owner_id: int, operation: Callable[[MemoryDocument], Changed[T]]) -> Saved[T]:
+        current = self.stored.get(owner_id, VersionedDocument(MemoryDocument(), 0))
+        outcome = operation(current.document)
+        if outcome.document is current.document:
+            return Saved(current.document, current.version, outcome.result)
+        self.stored[owner_id] = VersionedDocument(outcome.document, current.version + 1)
+        return Saved(outcome.document, current.version + 1, outcome.result)
+
+
+@dataclass
+class MemoryOwners:
+    owners: dict[int, Owner] = field(default_factory=dict)
+    links: dict[Identity, int] = field(default_factory=dict)
+
+    async def add(self, name: str, time_zone: str, links: tuple[Identity, ...], now: datetime) -> Owner:
+        owner = Owner(len(self.owners) + 1, name, time_zone, OwnerSettings(), now)
+        self.owners[owner.id] = owner
+        self.links.update({link: owner.id for link in links})
+        return owner
+
+    async def by_id(self, owner_id: int) -> Owner:
+        return self.owners[owner_id]
+
+    async def by_name(self, name: str) -> Owner:
+        return next(o for o in self.owners.values() if o.name == name)
+
+    async def by_identity(self, link: Identity) -> Owner | None:
+        found = self.links.get(link)
+        return self.owners[found] if found is not None else None
+
+    async def identities(self, owner_id: int) -> tuple[Identity, ...]:
+        return tuple(link for link, owner in self.links.items() if owner == owner_id)
+
+    async def all(self) -> list[tuple[Owner, tuple[Identity, ...]]]:
+        return [(o, await self.identities(o.id)) for o in self.owners.values()]
+
+    async def update_settings(self, owner_id: int, change: Callable[[OwnerSettings], OwnerSettings]) -> Owner:
+        owner = self.owners[owner_id]
+        self.owners[owner_id] = replace(owner, settings=change(owner.settings))
+        return self.owners[owner_id]
+
+
+@dataclass
+class MemoryUsage:
+    rows: list[UsageRecord] = field(default_factory=list)
+    sums: int = 0  # how often the month's cost was summed
+
+    async def record(self, row: UsageRecord) -> None:
+        self.rows.append(row)
+
+    async def spent_since(self, owner_id: int, start: datetime) -> float:
+        self.sums += 1
+        return sum(r.cost_usd for r in self.rows if r.owner_id == owner_id and r.created_at >= start)
+
+    async def by_purpose(self, owner_id: int, start: datetime) -> list[PurposeTotal]:
+        return []
+
+
+class NoConversation:
+    """A conversation with no older related messages and nothing to search (unit tests of turns)."""
+
+    async def snapshot(self, thread_id: int) -> int:
+        return 0
+
+    async def count_matches(self, terms: Sequence[str], scope: Scope) -> int:
+        return 0
+
+    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
+        return []
+
+    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
+        return []
+
+    async def count_period(self, scope: Scope) -> int:
+        return 0
+
+    async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]:
+        return []
+
+    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
+        return {}
+
+    async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]:
+        return []
+
+    async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]:
+        return []
+
+
+class FixedKeys:
+    async def key(self, name: str) -> bytes:
+        return b"k" * 32
+
+
+@dataclass
+class QueueModel:
+    """The chat-model port as a queue of replies (simonw/llm's MockModel.enqueue); keeps every request."""
+
+    replies: deque[ChatReply] = field(default_factory=deque)
+    requests: list[ChatRequest] = field(default_factory=list)
+
+    def enqueue(self, *replies: ChatReply) -> QueueModel:
+        self.replies.extend(replies)
+        return self
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        self.requests.append(request)
+        return self.replies.popleft() if self.replies else ChatReply("(no scripted reply)")
+
+    async def close(self) -> None:
+        pass
