@@ -13,8 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from adapters.telegram.channel import RETRY_S as TELEGRAM_RETRY_S
-from adapters.telegram.channel import TelegramChannel, TelegramConfig
+from adapters.telegram.channel import Pauses, TelegramChannel, TelegramConfig
 from adapters.web.app import Handler
 from adapters.whatsapp.channel import PATH as WHATSAPP_PATH
 from adapters.whatsapp.channel import WhatsAppChannel
@@ -49,12 +48,12 @@ class Channels:
             self.whatsapp.start(self.front)
 
 
-def _telegram(settings: Settings, retry_s: tuple[float, ...]) -> TelegramChannel | None:
+def _telegram(settings: Settings, pauses: Pauses) -> TelegramChannel | None:
     if not settings.telegram_bot_token:
         return None
     return TelegramChannel(TelegramConfig(
         settings.telegram_bot_token, settings.telegram_api_base_url or DEFAULT_TELEGRAM_API,
-        settings.telegram_webhook_url, settings.telegram_webhook_secret, retry_s))
+        settings.telegram_webhook_url, settings.telegram_webhook_secret, pauses))
 
 
 def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
@@ -68,12 +67,12 @@ def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
 
 @asynccontextmanager
 async def channels(settings: Settings, svc: Services,
-                   telegram_retry_s: tuple[float, ...] = TELEGRAM_RETRY_S) -> AsyncIterator[Channels]:
+                   telegram_pauses: Pauses = Pauses()) -> AsyncIterator[Channels]:
     """The configured channels around one front door; stopped in reverse on the way out.
 
-    ``telegram_retry_s``: the pauses after a failed poll (tests make them short).
+    ``telegram_pauses``: how long Telegram's retries wait (tests make them short).
     """
-    telegram, whatsapp = _telegram(settings, telegram_retry_s), _whatsapp(settings)
+    telegram, whatsapp = _telegram(settings, telegram_pauses), _whatsapp(settings)
     sinks: dict[str, ReplySink] = {}
     if telegram is not None:
         sinks["telegram"] = telegram.sender

@@ -35,7 +35,7 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application
 
 from adapters.telegram.inbound import incoming_message, is_private, sender_of, tapped_choice
-from adapters.telegram.sink import TelegramSender
+from adapters.telegram.sink import BACKOFF_S, MAX_RETRY_AFTER_S, TelegramSender
 from core.errors import ConfigError, DeliveryFailed, InvalidInput
 from core.inbox.commands import COMMANDS
 from core.inbox.front import FrontDoor, Handled
@@ -46,7 +46,15 @@ log = logging.getLogger("nod.telegram")
 ALLOWED_UPDATES = ["message", "callback_query"]
 TYPING_EVERY_S = 4.5
 POLL_TIMEOUT_S = 30
-RETRY_S = (1.0, 5.0, 15.0)  # after a failed poll or an update that could not be stored
+
+
+@dataclass(frozen=True)
+class Pauses:
+    """How long the channel waits before trying again (tests make them short)."""
+
+    poll_retry_s: tuple[float, ...] = (1.0, 5.0, 15.0)  # after a failed poll or an update not stored
+    send_backoff_s: tuple[float, ...] = BACKOFF_S  # after a 5xx or timeout sending
+    retry_after_cap_s: float = MAX_RETRY_AFTER_S  # the longest flood-control wait
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 EXPIRED_CHOICE = "That choice is no longer available."
 
@@ -57,7 +65,7 @@ class TelegramConfig:
     api_base_url: str = "https://api.telegram.org"
     webhook_url: str | None = None
     webhook_secret: str | None = None
-    retry_s: tuple[float, ...] = RETRY_S
+    pauses: Pauses = Pauses()
     poll_timeout_s: int = POLL_TIMEOUT_S
 
 
@@ -72,7 +80,8 @@ class TelegramChannel:
     def __init__(self, config: TelegramConfig, application: Application | None = None) -> None:  # type: ignore[type-arg]
         self._config = config
         self.application = application or build_application(config)
-        self.sender = TelegramSender(self.application.bot)
+        self.sender = TelegramSender(self.application.bot, config.pauses.send_backoff_s,
+                                     config.pauses.retry_after_cap_s)
         self._front: FrontDoor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._polling: asyncio.Task[None] | None = None
@@ -115,7 +124,7 @@ class TelegramChannel:
         await self.application.shutdown()
 
     def _pause(self, failures: int) -> float:
-        delays = self._config.retry_s
+        delays = self._config.pauses.poll_retry_s
         return delays[min(failures, len(delays) - 1)]
 
     async def _poll(self) -> None:

@@ -31,7 +31,7 @@ from core.owner import Identity, Owner
 log = logging.getLogger("nod.telegram")
 TELEGRAM_LIMIT = 4_096  # characters per message
 ATTEMPTS = 4
-MAX_RETRY_AFTER_S = 60.0
+MAX_RETRY_AFTER_S = 60.0  # the longest flood-control pause Nod waits out
 BACKOFF_S = (0.5, 2.0, 5.0)
 T = TypeVar("T")
 
@@ -49,9 +49,11 @@ def choice_keyboard(choices: tuple[str, ...]) -> InlineKeyboardMarkup:
 
 
 class TelegramSender:
-    def __init__(self, bot: Bot, backoff_s: tuple[float, ...] = BACKOFF_S) -> None:
+    def __init__(self, bot: Bot, backoff_s: tuple[float, ...] = BACKOFF_S,
+                 max_retry_after_s: float = MAX_RETRY_AFTER_S) -> None:
         self._bot = bot
         self._backoff = backoff_s
+        self._max_retry_after = max_retry_after_s
 
     async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
         await self.send(int(to.external_id), reply.text, reply.choices)
@@ -79,7 +81,7 @@ class TelegramSender:
             try:
                 return await call()
             except RetryAfter as exc:
-                delay = min(_seconds(exc), MAX_RETRY_AFTER_S)
+                delay = min(_seconds(exc), self._max_retry_after)
                 log.warning("telegram_flood_control method=%s retry_after=%.1f attempt=%s", what, delay, attempt)
             except BadRequest:
                 raise

@@ -42,6 +42,11 @@ class WorkSlots:
         self._new: deque[asyncio.Future[None]] = deque()
         self._arriving = 0
 
+    @property
+    def waiting(self) -> int:
+        """How many turns are queued for a slot (for tests and diagnostics)."""
+        return sum(not w.done() for w in (*self._returning, *self._new))
+
     @asynccontextmanager
     async def inbound(self) -> AsyncIterator[None]:
         """Mark the body as storing an arriving message: turns wait to take slots meanwhile."""

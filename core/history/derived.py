@@ -133,11 +133,11 @@ class DerivedIndex:
         self._engine = engine
         self._schema = _schema()
         self._marker = directory / "nod-format.json"
-        self._index = self._open()
-        self._database = self._bound_to()
+        self._index: Any | None = None  # opened on first use: `nod owners list` makes no index directory
+        self._database: str | None = None
         self._writer: Any | None = None
         self._writer_tried = False
-        self._watermark = self._indexed_max()
+        self._watermark = 0
         self._lock = asyncio.Lock()
         self._background: asyncio.Task[None] | None = None
         self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
@@ -145,7 +145,15 @@ class DerivedIndex:
     @property
     def watermark(self) -> int:
         """The highest message id indexed."""
+        self._opened()
         return self._watermark
+
+    def _opened(self) -> Any:
+        if self._index is None:
+            self._index = self._open()
+            self._database = self._bound_to()
+            self._watermark = self._indexed_max()
+        return self._index
 
     @classmethod
     def beside(cls, database_url: str, engine: AsyncEngine) -> DerivedIndex | None:
@@ -153,11 +161,7 @@ class DerivedIndex:
         path = sqlite_file(database_url)
         if path is None:
             return None
-        try:
-            return cls(path.with_name(path.name + ".search"), engine)
-        except (OSError, ValueError) as exc:  # unusable directory: search stays on FTS5
-            log.warning("search_index_unavailable error=%s", exc)
-            return None
+        return cls(path.with_name(path.name + ".search"), engine)
 
     def _marked(self) -> dict[str, Any]:
         try:
@@ -186,13 +190,13 @@ class DerivedIndex:
         return database if isinstance(database, str) else None
 
     def _indexed_max(self) -> int:
-        self._index.reload()
-        searcher = self._index.searcher()
+        self._opened().reload()
+        searcher = self._opened().searcher()
         found = searcher.search(tantivy.Query.all_query(), 1, count=False, order_by_field="id")
         return int(found.hits[0][0]) if found.hits else 0
 
     def _digest_at(self, message_id: int) -> int | None:
-        searcher = self._index.searcher()
+        searcher = self._opened().searcher()
         found = searcher.search(tantivy.Query.term_query(self._schema, "id", message_id), 1, count=False)
         if not found.hits:
             return None
@@ -202,7 +206,7 @@ class DerivedIndex:
         if not self._writer_tried:
             self._writer_tried = True
             try:
-                self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
+                self._writer = self._opened().writer(heap_size=64_000_000, num_threads=1)
             except ValueError as exc:  # another process holds the lock: read-only here
                 log.info("search_index_read_only reason=%s", exc)
         return self._writer
@@ -217,6 +221,11 @@ class DerivedIndex:
         the search; a large one (a rebuild, a first start) in the background, while the
         database's own index answers.
         """
+        try:
+            self._opened()
+        except (OSError, ValueError) as exc:  # an unusable directory: the database's own index answers
+            log.warning("search_index_unavailable error=%s", type(exc).__name__)
+            return False
         try:
             if not await self._verified():
                 return False
@@ -293,7 +302,7 @@ class DerivedIndex:
         writer = self._writer
         writer.delete_all_documents()
         writer.commit()
-        self._index.reload()
+        self._opened().reload()
         self._watermark = 0
 
     def _catch_up_in_background(self) -> None:
@@ -341,7 +350,7 @@ class DerivedIndex:
         except BaseException:
             writer.rollback()  # nothing half-added stays behind; the watermark did not move
             raise
-        self._index.reload()
+        self._opened().reload()
 
     @staticmethod
     def _write(writer: Any, rows: Sequence[Any]) -> None:
@@ -374,7 +383,7 @@ class DerivedIndex:
         return tantivy.Query.boolean_query(clauses)
 
     def count(self, terms: Sequence[str], scope: Scope) -> int:
-        return int(self._index.searcher().search(self._query(terms, scope), 1, count=True).count)
+        return int(self._opened().searcher().search(self._query(terms, scope), 1, count=True).count)
 
     async def count_matches(self, terms: Sequence[str], scope: Scope) -> int:
         return _guarded(lambda: self.count(terms, scope))
@@ -384,7 +393,7 @@ class DerivedIndex:
 
     def _top(self, terms: Sequence[str], scope: Scope, wanted: int, field: str | None) -> list[tuple[float, int]]:
         """At least ``wanted`` hits as (key, id), read on until the key at the boundary changes."""
-        searcher = self._index.searcher()
+        searcher = self._opened().searcher()
         query = self._query(terms, scope)
         fetch = wanted + 16
         while True:

@@ -20,6 +20,7 @@ locked database or a full disk must not put "my password is …" in a log.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -192,6 +193,9 @@ def create_engine(url: str = DEFAULT_URL, *, pool_size: int = 5) -> AsyncEngine:
             event.listen(engine.sync_engine, "connect", lambda _conn, _record: opened.opened())
         return engine
     if driver == "postgresql+asyncpg":
+        if importlib.util.find_spec("asyncpg") is None:
+            raise ConfigError("NOD_DATABASE_URL is PostgreSQL, but asyncpg is not installed: "
+                              "pip install -e '.[postgres]'.")
         return create_async_engine(parsed, pool_size=pool_size, max_overflow=pool_size * 2, hide_parameters=True)
     raise ConfigError(
         "NOD_DATABASE_URL must start with sqlite+aiosqlite:// or postgresql+asyncpg://, "

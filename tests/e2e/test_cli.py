@@ -1,4 +1,4 @@
-"""The ``nod`` process itself: commands, their output, exit statuses and errors."""
+"""The ``nod`` command: its output, exit statuses and errors; in process, and as a process for ``run``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import Nod, one_sentence
 from tests.fakes.loopback import clean_env, free_port
 
 
@@ -47,15 +48,15 @@ def test_owners_add_and_list(tmp_path: Path) -> None:
     assert taken.returncode == 1 and "already registered" in _one_sentence_error(taken)
 
 
-def test_bad_usage_exits_2_with_one_sentence(tmp_path: Path) -> None:
-    result = nod(tmp_path, "memory", "add", "--owner", "ana")
+def test_bad_usage_exits_2_with_one_sentence(cli: Nod, here: Path) -> None:
+    result = cli("memory", "add", "--owner", "ana")
     assert result.returncode == 2
-    _one_sentence_error(result)
-    assert nod(tmp_path, "frobnicate").returncode == 2
+    one_sentence(result)
+    assert cli("frobnicate").returncode == 2
 
 
-def test_refusals_exit_1(tmp_path: Path) -> None:
-    nod(tmp_path, "owners", "add", "ana")
+def test_refusals_exit_1(cli: Nod, here: Path) -> None:
+    cli("owners", "add", "ana")
     for args in (
         ("memory", "show", "--owner", "nobody"),
         ("memory", "add", "--owner", "ana", "work/x", "text"),
@@ -68,52 +69,52 @@ def test_refusals_exit_1(tmp_path: Path) -> None:
         ("owners", "add", "bob", "--telegram", "@bob"),
         ("owners", "link", "ana"),
     ):
-        result = nod(tmp_path, *args)
+        result = cli(*args)
         assert result.returncode == 1, args
-        _one_sentence_error(result)
-    assert json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)["entries"] == []
+        one_sentence(result)
+    assert json.loads(cli("memory", "show", "--owner", "ana", "--json").stdout)["entries"] == []
 
 
-def test_memory_add_show_export_and_forget(tmp_path: Path) -> None:
-    nod(tmp_path, "owners", "add", "ana")
-    assert nod(tmp_path, "memory", "add", "--owner", "ana", "people/sister", "Sister: Ana", "--abstract", "sister").returncode == 0
-    assert nod(tmp_path, "memory", "add", "--owner", "ana", "people/sister", "Sister: Ana, in Porto").returncode == 0
-    data = json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)
+def test_memory_add_show_export_and_forget(cli: Nod, here: Path) -> None:
+    cli("owners", "add", "ana")
+    assert cli("memory", "add", "--owner", "ana", "people/sister", "Sister: Ana", "--abstract", "sister").returncode == 0
+    assert cli("memory", "add", "--owner", "ana", "people/sister", "Sister: Ana, in Porto").returncode == 0
+    data = json.loads(cli("memory", "show", "--owner", "ana", "--json").stdout)
     (entry,) = data["entries"]
     assert (entry["text"], entry["status"], entry["origin"]) == ("Sister: Ana, in Porto", "stated", "stated")
     assert data["archive"][0]["entry"]["text"] == "Sister: Ana"
-    export = nod(tmp_path, "memory", "export", "--owner", "ana").stdout
+    export = cli("memory", "export", "--owner", "ana").stdout
     assert "## People" in export and "- **people/sister** (Confirmed): Sister: Ana, in Porto" in export
-    assert nod(tmp_path, "memory", "forget", "--owner", "ana", "people/sister").returncode == 0
-    data = json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)
+    assert cli("memory", "forget", "--owner", "ana", "people/sister").returncode == 0
+    data = json.loads(cli("memory", "show", "--owner", "ana", "--json").stdout)
     assert data["entries"] == [] and data["archive"] == []
 
 
-def test_history_import_is_idempotent_and_reports_bad_lines(tmp_path: Path) -> None:
-    nod(tmp_path, "owners", "add", "ana", "--tz", "Europe/Lisbon")
+def test_history_import_is_idempotent_and_reports_bad_lines(cli: Nod, here: Path) -> None:
+    cli("owners", "add", "ana", "--tz", "Europe/Lisbon")
     lines = [
         {"role": "owner", "text": "I moved to Porto", "sent_at": "2024-05-01T10:00:00"},
         {"role": "assistant", "text": "Noted", "sent_at": "2024-05-01T10:00:05+01:00", "id": "a1"},
     ]
-    file = tmp_path / "h.jsonl"
+    file = here / "h.jsonl"
     file.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    first = nod(tmp_path, "history", "import", "--owner", "ana", str(file))
+    first = cli("history", "import", "--owner", "ana", str(file))
     assert first.returncode == 0 and "Imported 2 new messages" in first.stdout
-    second = nod(tmp_path, "history", "import", "--owner", "ana", str(file))
+    second = cli("history", "import", "--owner", "ana", str(file))
     assert "Imported 0 new messages of 2 lines" in second.stdout
     file.write_text('{"role": "owner"}\n')
-    bad = nod(tmp_path, "history", "import", "--owner", "ana", str(file))
-    assert bad.returncode == 1 and "Line 1" in _one_sentence_error(bad)
-    missing = nod(tmp_path, "history", "import", "--owner", "ana", str(tmp_path / "none.jsonl"))
+    bad = cli("history", "import", "--owner", "ana", str(file))
+    assert bad.returncode == 1 and "Line 1" in one_sentence(bad)
+    missing = cli("history", "import", "--owner", "ana", str(here / "none.jsonl"))
     assert missing.returncode == 1
 
 
-def test_a_missing_secret_for_an_enabled_part_fails_at_start(tmp_path: Path) -> None:
-    result = nod(tmp_path, "owners", "list", TWILIO_ACCOUNT_SID="AC123")
+def test_a_missing_secret_for_an_enabled_part_fails_at_start(cli: Nod, here: Path) -> None:
+    result = cli("owners", "list", TWILIO_ACCOUNT_SID="AC123")
     assert result.returncode == 1
-    assert "TWILIO_AUTH_TOKEN" in _one_sentence_error(result)
-    bad_url = nod(tmp_path, "owners", "list", NOD_DATABASE_URL="mysql://x")
-    assert bad_url.returncode == 1 and "NOD_DATABASE_URL" in _one_sentence_error(bad_url)
+    assert "TWILIO_AUTH_TOKEN" in one_sentence(result)
+    bad_url = cli("owners", "list", NOD_DATABASE_URL="mysql://x")
+    assert bad_url.returncode == 1 and "NOD_DATABASE_URL" in one_sentence(bad_url)
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
@@ -146,40 +147,40 @@ def test_run_serves_healthz_and_stops_cleanly(tmp_path: Path, stop_signal: int) 
     assert (tmp_path / "nod.db").exists()
 
 
-def test_memory_import_saves_stated_notes_and_is_idempotent(tmp_path: Path) -> None:
-    nod(tmp_path, "owners", "add", "ana")
-    answer = tmp_path / "answer.md"
+def test_memory_import_saves_stated_notes_and_is_idempotent(cli: Nod, here: Path) -> None:
+    cli("owners", "add", "ana")
+    answer = here / "answer.md"
     answer.write_text("## People\n- Sister: Ana\n- password: hunter2\n## Lessons\n- Never book red-eye flights\n")
-    first = nod(tmp_path, "memory", "import", "--owner", "ana", str(answer))
+    first = cli("memory", "import", "--owner", "ana", str(answer))
     assert first.returncode == 0 and first.stdout.startswith("Saved 2 notes, skipped 1.")
-    again = nod(tmp_path, "memory", "import", "--owner", "ana", str(answer))
+    again = cli("memory", "import", "--owner", "ana", str(answer))
     assert again.stdout.startswith("Saved 0 notes, skipped 3.")
-    data = json.loads(nod(tmp_path, "memory", "show", "--owner", "ana", "--json").stdout)
+    data = json.loads(cli("memory", "show", "--owner", "ana", "--json").stdout)
     assert sorted((e["area"], e["text"], e["status"]) for e in data["entries"]) == [
         ("lessons", "Never book red-eye flights", "stated"), ("people", "Sister: Ana", "stated")]
 
 
-def test_nod_tool_runs_read_tools_one_at_a_time_and_in_batches(tmp_path: Path) -> None:
-    assert nod(tmp_path, "owners", "add", "ana", "--tz", "Europe/Lisbon").returncode == 0
+def test_nod_tool_runs_read_tools_one_at_a_time_and_in_batches(cli: Nod, here: Path) -> None:
+    assert cli("owners", "add", "ana", "--tz", "Europe/Lisbon").returncode == 0
     lines = [
         {"role": "owner", "text": "We own two properties in Braga", "sent_at": "2024-05-08T10:00:00"},
         {"role": "assistant", "text": "Good to know.", "sent_at": "2024-05-08T10:01:00"},
     ]
-    history = tmp_path / "history.jsonl"
+    history = here / "history.jsonl"
     history.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    assert nod(tmp_path, "history", "import", "--owner", "ana", str(history)).returncode == 0
-    assert nod(tmp_path, "memory", "add", "--owner", "ana", "about/home", "Owns two properties in Braga").returncode == 0
+    assert cli("history", "import", "--owner", "ana", str(history)).returncode == 0
+    assert cli("memory", "add", "--owner", "ana", "about/home", "Owns two properties in Braga").returncode == 0
 
-    single = nod(tmp_path, "tool", "--owner", "ana", "history_search", '{"query": "property"}')
+    single = cli("tool", "--owner", "ana", "history_search", '{"query": "property"}')
     assert single.returncode == 0, single.stderr
     answer = json.loads(single.stdout)
     assert answer["results"][0]["text"] == "We own two properties in Braga"
     assert answer["results"][0]["sent_at"] == "2024-05-08T10:00:00+01:00"
 
-    refused = nod(tmp_path, "tool", "--owner", "ana", "memory_read", '{"path": "hobbies"}')
-    assert refused.returncode == 1 and "Areas: about" in _one_sentence_error(refused)
-    assert nod(tmp_path, "tool", "--owner", "ana", "history_search", "{not json").returncode == 1
-    assert nod(tmp_path, "tool", "--owner", "ana").returncode == 2
+    refused = cli("tool", "--owner", "ana", "memory_read", '{"path": "hobbies"}')
+    assert refused.returncode == 1 and "Areas: about" in one_sentence(refused)
+    assert cli("tool", "--owner", "ana", "history_search", "{not json").returncode == 1
+    assert cli("tool", "--owner", "ana").returncode == 2
 
     calls = [
         {"tool": "memory_find", "args": {"words": "property"}},
@@ -188,7 +189,7 @@ def test_nod_tool_runs_read_tools_one_at_a_time_and_in_batches(tmp_path: Path) -
         {"tool": "send_email", "args": {}},
     ]
     batch = subprocess.run(
-        [sys.executable, "-m", "bot", "tool", "--owner", "ana", "--batch"], cwd=tmp_path, env=_env(tmp_path),
+        [sys.executable, "-m", "bot", "tool", "--owner", "ana", "--batch"], cwd=here, env=_env(here),
         input="".join((c if isinstance(c, str) else json.dumps(c)) + "\n" for c in calls),
         capture_output=True, text=True, timeout=60,
     )

@@ -38,6 +38,7 @@ class FakeTelegramServer:
     calls: list[Call] = field(default_factory=list)
     _updates: list[dict[str, Any]] = field(default_factory=list)
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    _called: asyncio.Event = field(default_factory=asyncio.Event)
     _failures: dict[str, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
     _runner: web.AppRunner | None = None
@@ -77,9 +78,11 @@ class FakeTelegramServer:
         return [p["text"] for p in self.of("sendMessage") if chat_id is None or int(p["chat_id"]) == chat_id]
 
     async def wait_for(self, method: str, count: int = 1, timeout: float = 15.0) -> list[dict[str, Any]]:
+        """Until ``count`` calls of ``method`` arrived (woken by each call), or TimeoutError."""
         async def enough() -> None:
             while len(self.of(method)) < count:
-                await asyncio.sleep(0.01)
+                self._called.clear()
+                await self._called.wait()
         await asyncio.wait_for(enough(), timeout)
         return self.of(method)
 
@@ -90,6 +93,7 @@ class FakeTelegramServer:
         form = dict(await request.post()) if request.can_read_body else {}
         params = {k: json.loads(v) if k in _JSON_FIELDS else v for k, v in form.items()}
         self.calls.append(Call(method, params))
+        self._called.set()
         failures = self._failures.get(method)
         if failures:
             status, body = failures.pop(0)

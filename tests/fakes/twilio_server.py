@@ -32,6 +32,7 @@ class FakeTwilioServer:
     _failures: list[tuple[int, int, str]] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
     port: int = 0
 
     @property
@@ -56,9 +57,11 @@ class FakeTwilioServer:
         return [m["Body"] for m in self.sent if to is None or m["To"] == f"whatsapp:{to}"]
 
     async def wait_for(self, count: int, timeout: float = 15.0) -> list[str]:
+        """Until ``count`` messages were sent (woken by each one), or TimeoutError."""
         async def enough() -> None:
             while len(self.sent) < count:
-                await asyncio.sleep(0.01)
+                self._arrived.clear()
+                await self._arrived.wait()
         await asyncio.wait_for(enough(), timeout)
         return self.bodies()
 
@@ -77,6 +80,7 @@ class FakeTwilioServer:
             return web.json_response({"code": code, "message": message, "status": status,
                                       "more_info": f"https://www.twilio.com/docs/errors/{code}"}, status=status)
         self.sent.append(form)
+        self._arrived.set()
         sid = f"SM{next(self._ids):032d}"
         return web.json_response(_resource(sid, form), status=201)
 

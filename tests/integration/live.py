@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 
 from adapters.web.app import build_app
+from adapters.telegram.channel import Pauses
 from bot.channels import TELEGRAM_PATH, Channels, channels
 from bot.settings import Settings
 from core.owner import Identity
@@ -28,6 +29,7 @@ from tests.integration.harness import Harness, make_harness
 MAYA_TELEGRAM = 4242
 MAYA_WHATSAPP = "+351910000001"
 SECRET = "webhook-secret"
+QUICK = Pauses((0.05,), (0.05,), 0.05)  # the retries' real pauses, shortened
 
 
 @dataclass
@@ -68,7 +70,7 @@ async def make_live(tmp_path: Path, model: FakeModelServer, telegram: tg.FakeTel
             await nod.svc.owners.link(nod.owner.id, Identity("telegram", str(MAYA_TELEGRAM)))
             await nod.svc.owners.link(nod.owner.id, Identity("whatsapp", MAYA_WHATSAPP))
         settings = Settings(**{"database_url": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **values})
-        async with channels(settings, nod.svc, telegram_retry_s=(0.05,)) as running:
+        async with channels(settings, nod.svc, telegram_pauses=QUICK) as running:
             runner, port = await serve(build_app(nod.svc.health.problem, running.webhooks))
             await running.start()
             try:

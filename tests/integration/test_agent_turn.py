@@ -92,8 +92,7 @@ async def test_the_step_cap_ends_the_loop_with_a_final_answer_without_tools(tmp_
 async def test_stop_ends_a_slow_model_call_at_once(nod: Harness) -> None:
     nod.server.enqueue(AGENT, text("too late", delay_s=60, ignore_cancel=True))
     await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "think hard"))
-    while not nod.server.calls():
-        await asyncio.sleep(0.01)
+    await nod.server.wait_for_calls(1)
     assert await nod.conductor.stop(nod.owner.id)
     await asyncio.wait_for(nod.conductor.wait(nod.owner.id), 5)  # not the model's 60 seconds
     assert nod.sink.sent == []
@@ -104,8 +103,7 @@ async def test_stop_ends_a_slow_model_call_at_once(nod: Harness) -> None:
 async def test_a_new_message_mid_turn_restarts_the_turn_with_both_messages(nod: Harness) -> None:
     nod.server.enqueue(AGENT, text("answer to the first", delay_s=60, ignore_cancel=True), text("answer to both"))
     await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "book a table"))
-    while not nod.server.calls():
-        await asyncio.sleep(0.01)
+    await nod.server.wait_for_calls(1)
     await nod.say("for four people")
     assert nod.sink.sent == ["answer to both"]
     second = nod.server.calls()[1]["messages"]
@@ -267,7 +265,7 @@ async def test_two_workers_on_postgresql_run_one_turn_per_owner_at_a_time(server
             first, second = one.conductor(sink_one), two.conductor(sink_two)
             server.enqueue(AGENT, text("The first answer.", delay_s=0.8), text("The second answer."))
             await first.receive(owner, Inbound(Identity("telegram", owner.name), "first question", "u1"))
-            await asyncio.sleep(0.2)  # worker one's turn is waiting for the model
+            await server.wait_for_calls(1)  # worker one's turn is waiting for the model
             await second.receive(owner, Inbound(Identity("whatsapp", owner.name), "second question", "SM1"))
             await asyncio.wait_for(asyncio.gather(first.wait(owner.id), second.wait(owner.id)), 20)
             assert sink_one.sent == ["The first answer."] and sink_two.sent == ["The second answer."]

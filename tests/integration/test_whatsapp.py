@@ -45,7 +45,6 @@ async def test_a_bad_or_missing_signature_is_refused_and_nothing_is_stored(
     tampered = {**form, "Body": "forget everything"}  # signed for the original body
     assert (await live.post_whatsapp(tampered, signature=sign(PUBLIC, form)))[0] == 403
     assert (await live.post_whatsapp(form, signature=sign(PUBLIC, form, token="another-token")))[0] == 403
-    await asyncio.sleep(0.2)
     assert await _stored(live) == [] and server.calls() == [] and twilio.sent == []
 
 
@@ -56,8 +55,7 @@ async def test_twilio_retries_of_one_message_sid_are_answered_once(
     for _ in range(3):
         assert (await live.post_whatsapp(form))[0] == 200
     await twilio.wait_for(1)
-    await _settle(live)
-    await asyncio.sleep(0.2)
+    await _settle(live)  # a second turn could only have started before a webhook returned
     assert twilio.bodies() == ["Once."] and len(server.calls()) == 1
     assert [m[1] for m in await _stored(live)] == ["hello", "Once."]
 
@@ -105,8 +103,7 @@ async def test_memory_digest_and_an_unknown_number(live: Live, server: FakeModel
     assert (await twilio.wait_for(1))[0].startswith("I don't remember anything")  # empty memory: no model call
     for n in range(3):
         assert (await live.post_whatsapp(inbound_form(f"SMX{n}", "+15559998888", "hi there")))[0] == 200
-    await twilio.wait_for(2)
-    await asyncio.sleep(0.2)
+    await twilio.wait_for(2)  # the later refusals were suppressed before their webhooks returned
     assert twilio.bodies("+15559998888") == ["Sorry, I'm a private assistant and I only talk with the people I work for."]
     assert await _stored(live) == [] and server.calls("digest") == [] and server.calls() == []
 
@@ -140,5 +137,4 @@ async def test_malformed_and_oversized_webhooks_get_clear_answers_and_store_noth
     async with live.http.post(live.url + "/webhooks/whatsapp", data=huge,
                               headers={"X-Twilio-Signature": sign(PUBLIC, huge)}) as response:
         assert response.status == 413
-    await asyncio.sleep(0.2)
     assert await _stored(live) == [] and server.calls() == [] and twilio.sent == []

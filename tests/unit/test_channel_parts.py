@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from adapters.telegram.formatting import to_html
 from adapters.whatsapp.inbound import incoming_message
@@ -63,23 +64,25 @@ async def test_a_turn_waiting_for_its_model_gives_its_slot_to_another() -> None:
     assert order == ["first works", "second works", "first again"]
 
 
+async def _until(condition: Callable[[], bool]) -> None:
+    """Yield to the loop until ``condition`` holds (a test wraps this in a timeout)."""
+    while not condition():
+        await asyncio.sleep(0)
+
+
 async def test_storing_an_arriving_message_comes_before_any_turn_takes_a_slot() -> None:
     slots, order = WorkSlots(1), []
-    stored = asyncio.Event()
 
     async def arriving() -> None:
         async with slots.inbound():
-            await asyncio.sleep(0.05)
+            await _until(lambda: slots.waiting == 1)  # the turn is asking for the free slot now
             order.append("stored")
-        stored.set()
 
     async def turn() -> None:
         async with slots.held():
             order.append("turn")
 
-    arrival = asyncio.create_task(arriving())
-    await asyncio.sleep(0)
-    await asyncio.wait_for(asyncio.gather(turn(), arrival), 2)
+    await asyncio.wait_for(asyncio.gather(arriving(), turn()), 2)
     assert order == ["stored", "turn"]
 
 
@@ -96,9 +99,9 @@ async def test_a_turn_back_from_its_model_goes_before_a_new_turn() -> None:
     async def blocker() -> None:
         async with slots.held():
             await newcomer_queued.wait()
-            await asyncio.sleep(0.01)  # the newcomer is queued for a slot now...
+            await _until(lambda: slots.waiting == 1)  # the newcomer is queued for a slot now...
             answered.set()  # ...then the first turn's model answers
-            await asyncio.sleep(0.01)
+            await _until(lambda: slots.waiting == 2)  # ...and the first turn queues to come back
             order.append("blocker done")
 
     async def newcomer() -> None:
@@ -107,9 +110,9 @@ async def test_a_turn_back_from_its_model_goes_before_a_new_turn() -> None:
             order.append("newcomer works")
 
     one = asyncio.create_task(first())
-    await asyncio.sleep(0)
+    await _until(lambda: slots._free == 1)  # the first turn gave its slot back while its model thinks
     two = asyncio.create_task(blocker())
-    await asyncio.sleep(0.01)
+    await _until(lambda: slots._free == 0)
     three = asyncio.create_task(newcomer())
     await asyncio.wait_for(asyncio.gather(one, two, three), 2)
     assert order == ["blocker done", "first finishes", "newcomer works"]

@@ -1,0 +1,67 @@
+"""The ``nod`` command in process (``bot.cli.main(argv)``): each call as the shell would run it.
+
+A few tests start the real process (``nod run``, piped ``nod chat``, ``kill -9``); the rest
+— refusals, exit statuses, stored data — run ``main`` here, which is the same code without
+a second of interpreter start-up per call.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from tests.fakes.loopback import NOD_PREFIXES
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Nod = Callable[..., Ran]
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory with its own database and no Nod settings from the developer's shell."""
+    for name in list(os.environ):
+        if name.startswith(NOD_PREFIXES):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NOD_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}")
+    return tmp_path
+
+
+@pytest.fixture
+def cli(here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Nod:
+    """``cli(*argv, stdin="", **environment)``: run ``nod`` in process; its exit status and output."""
+    def run(*argv: str, stdin: str = "", **environment: str) -> Ran:
+        capsys.readouterr()
+        with monkeypatch.context() as patch:
+            for name, value in environment.items():
+                patch.setenv(name, value)
+            patch.setattr(sys, "stdin", io.StringIO(stdin))
+            try:
+                code = main(list(argv))
+            except SystemExit as exc:  # argparse's bad usage
+                code = int(exc.code or 0)
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+    return run
+
+
+def one_sentence(result: Ran) -> str:
+    """The single line of standard error a refusal prints (never a traceback)."""
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
