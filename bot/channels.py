@@ -24,6 +24,7 @@ from core.agent.conductor import ReplySink
 from core.inbox.front import FrontDoor
 from core.inbox.routing import ChannelRouter
 
+DEFAULT_PAUSES = Pauses()
 TELEGRAM_PATH = "/webhooks/telegram"
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
 
@@ -67,7 +68,7 @@ def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
 
 @asynccontextmanager
 async def channels(settings: Settings, svc: Services,
-                   telegram_pauses: Pauses = Pauses()) -> AsyncIterator[Channels]:
+                   telegram_pauses: Pauses = DEFAULT_PAUSES) -> AsyncIterator[Channels]:
     """The configured channels around one front door; stopped in reverse on the way out.
 
     ``telegram_pauses``: how long Telegram's retries wait (tests make them short).

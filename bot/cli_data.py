@@ -13,15 +13,15 @@ from zoneinfo import ZoneInfo
 from bot.wiring import Services
 from core.errors import InvalidInput
 from core.memory import document as memory_ops
-from core.ports import Changed
-from core.text import storable
 from core.memory.codec import to_json
 from core.memory.importer import ImportResult, import_answer
 from core.memory.model import MemoryDocument, Origin
 from core.memory.render import label_of, render_export
 from core.message import NewMessage, Role
-from core.storage.message_store import IMPORT_BATCH
 from core.owner import Identity
+from core.ports import Changed
+from core.storage.message_store import IMPORT_BATCH
+from core.text import storable
 
 IMPORT_CHANNEL = "import"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import sys
 
-
 _OWN = "nod"
 
 

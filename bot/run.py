@@ -36,7 +36,7 @@ async def _maintenance_loop(svc: Services, stop: asyncio.Event) -> None:
         try:
             await asyncio.wait_for(stop.wait(), timeout=max(delay, 0.0))
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         try:
             await svc.maintenance.run()
@@ -55,7 +55,7 @@ async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
             log.exception("recovery_failed")
         try:
             await asyncio.wait_for(stop.wait(), timeout=RECOVER_EVERY_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 

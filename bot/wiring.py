@@ -17,13 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.settings import Settings
 from core.agent.conductor import Conductor, ReplySink
-from core.agent.slots import DEFAULT_SLOTS
-from core.inbox.commands import OwnerCommands
-from core.inbox.digests import Digests
-from core.inbox.front import FrontDoor
-from core.inbox.gate import Gate
 from core.agent.gateway import Gateway, ModelRoles
 from core.agent.model import ChatModel
+from core.agent.slots import DEFAULT_SLOTS
 from core.agent.spending import Spending
 from core.agent.tools import TurnTools
 from core.agent.turn import TurnDeps
@@ -31,25 +27,29 @@ from core.agent.usage import PriceTable, UsageLedger
 from core.clock import Clock, SystemClock
 from core.evidence.check import ReplyChecker
 from core.evidence.selection import Selector
+from core.history.derived import DerivedIndex
+from core.history.search import HistorySearch
+from core.inbox.commands import OwnerCommands
+from core.inbox.digests import Digests
+from core.inbox.front import FrontDoor
+from core.inbox.gate import Gate
 from core.maintenance.reflect import Reflector
 from core.maintenance.tick import MaintenanceJob
 from core.saving.control import Controls
 from core.saving.learn import Learner
 from core.saving.personal import ManagePersonalContext
-from core.history.derived import DerivedIndex
-from core.history.search import HistorySearch
 from core.storage.database import create_engine, storage_error
 from core.storage.fulltext import FullText
-from core.storage.meta import MetaKeys
-from core.storage.usage_store import UsageStore
 from core.storage.health import DatabaseHealth
 from core.storage.locks import DatabaseLocks
 from core.storage.memory_store import MemoryStore
 from core.storage.message_store import MessageStore
+from core.storage.meta import MetaKeys
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.storage.owner_store import OwnerStore
 from core.storage.receipts import Receipts
+from core.storage.usage_store import UsageStore
 from core.tools.read_tools import ReadTools
 
 AGENT_DEADLINE_S = 120.0

@@ -25,8 +25,8 @@ from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram.formatting import to_html
 from core.errors import DeliveryFailed
-from core.replies import Reply, split_reply
 from core.owner import Identity, Owner
+from core.replies import Reply, split_reply
 
 log = logging.getLogger("nod.telegram")
 TELEGRAM_LIMIT = 4_096  # characters per message
@@ -68,7 +68,7 @@ class TelegramSender:
         try:
             return await self.retrying("sendMessage", lambda: self._bot.send_message(
                 chat_id, to_html(part), parse_mode=ParseMode.HTML, reply_markup=markup))
-        except BadRequest as exc:
+        except BadRequest:
             log.info("telegram_markup_rejected chat=%s; sending plain text", chat_id)
         try:
             return await self.retrying("sendMessage", lambda: self._bot.send_message(chat_id, part, reply_markup=markup))

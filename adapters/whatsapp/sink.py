@@ -17,8 +17,8 @@ from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.rest import Client
 
 from core.errors import DeliveryFailed
-from core.replies import Reply, split_reply
 from core.owner import Identity, Owner
+from core.replies import Reply, split_reply
 
 log = logging.getLogger("nod.whatsapp")
 WHATSAPP_LIMIT = 1_600  # characters per message body
@@ -56,7 +56,7 @@ class TwilioSender:
             reason = ("WhatsApp only accepts my replies within 24 hours of your last message there"
                       if exc.code == OUTSIDE_WINDOW else f"Twilio refused the WhatsApp message (error {exc.code})")
             raise DeliveryFailed(reason, code=str(exc.code)) from exc
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             log.warning("twilio_send_failed code=timeout after_s=%s", self.timeout_s)
             raise DeliveryFailed("Twilio did not answer in time", code="timeout") from exc
         except (TwilioException, OSError) as exc:

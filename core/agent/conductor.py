@@ -42,17 +42,16 @@ import asyncio
 import logging
 from collections.abc import Collection
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Protocol
 
 from core.agent.slots import DEFAULT_SLOTS, WorkSlots
-from core.agent.turn_context import TurnOrigin, begin
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
+from core.agent.turn_context import TurnOrigin, begin
 from core.errors import DeliveryFailed
-from core.replies import Reply
 from core.message import Inbound, NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner
+from core.replies import Reply
 
 log = logging.getLogger("nod.agent")
 TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."

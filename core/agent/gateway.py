@@ -22,7 +22,6 @@ from core.agent.model import ChatModel, ChatReply, ChatRequest, JsonSchema, Mess
 from core.agent.slots import waiting_elsewhere
 from core.agent.usage import PriceTable, UsageLedger, UsageRecord
 from core.clock import Clock
-from core.structured import Answer, parse_answer, strict_schema
 from core.errors import (
     ConfigError,
     ModelError,
@@ -31,6 +30,7 @@ from core.errors import (
     ModelUnavailable,
     UnreadableAnswer,
 )
+from core.structured import Answer, parse_answer, strict_schema
 
 log = logging.getLogger("nod.gateway")
 A = TypeVar("A", bound=Answer)

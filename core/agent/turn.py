@@ -24,9 +24,9 @@ from core.agent.turn_context import TurnContext, TurnOrigin
 from core.clock import Clock
 from core.errors import ModelError, ModelRefused, ModelTimeout
 from core.memory.render import render_index
-from core.replies import Reply
 from core.message import StoredMessage
 from core.ports import Conversation, MemoryRepository, Messages, Owners
+from core.replies import Reply
 
 log = logging.getLogger("nod.agent.turn")
 MAX_STEPS = 8

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from core.agent.spending import Capacity, Spending
 from core.memory.model import MemoryDocument
@@ -37,7 +38,7 @@ class TurnState:
         self.memory = memory
         self.capacity = capacity
 
-    def saved(self, written: VersionedDocument | Saved[object]) -> None:
+    def saved(self, written: VersionedDocument | Saved[Any]) -> None:
         """The turn wrote memory: later reads see the document it saved."""
         self.memory = VersionedDocument(written.document, written.version)
 

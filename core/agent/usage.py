@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-
 # US dollars per million tokens (input, output), as published by OpenAI.
 DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),

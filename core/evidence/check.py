@@ -24,8 +24,8 @@ from core.agent.turn_context import TurnContext
 from core.errors import ConfigError, ModelError
 from core.evidence.selection import Selector, bounded_input
 from core.memory.render import index_lines
-from core.structured import Answer
 from core.message import StoredMessage
+from core.structured import Answer
 
 log = logging.getLogger("nod.evidence")
 MAX_READS_CHARS = 80_000

@@ -28,9 +28,9 @@ from core.evidence.packet import MessageRecord, NoteRecord, build_packet
 from core.history.search import HistorySearch
 from core.memory.model import MemoryDocument
 from core.memory.render import label_of
-from core.structured import Answer
 from core.message import StoredMessage
 from core.ports import Messages
+from core.structured import Answer
 
 log = logging.getLogger("nod.evidence")
 MAX_SEARCHES = 5

@@ -37,9 +37,9 @@ import json
 import logging
 import shutil
 import time
-from functools import partial
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -59,7 +59,7 @@ FORMAT = 3  # bump when the schema or the analyzer changes: the index is then re
 ANALYZER = "nod_words"
 BATCH = 20_000
 INLINE_GAP = 2_000  # a longer catch-up runs in the background and the database answers meanwhile
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _GAP = text(
     """SELECT m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
         WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
@@ -92,7 +92,7 @@ def _micros(moment: datetime) -> int:
 def _utc(value: Any) -> datetime:
     """A raw row's sent time: a datetime on PostgreSQL, ISO text on SQLite."""
     sent = value if isinstance(value, datetime) else datetime.fromisoformat(value)
-    return sent if sent.tzinfo else sent.replace(tzinfo=timezone.utc)
+    return sent if sent.tzinfo else sent.replace(tzinfo=UTC)
 
 
 def _digest(row: Any) -> int:
@@ -290,7 +290,7 @@ class DerivedIndex:
 
     def _holds_all(self, rows: list[Any]) -> bool:
         """Each sampled row is in the index with its digest (one restored backup replaced none of them)."""
-        return all(_digest(row) == _guarded(lambda row=row: self._digest_at(int(row.id))) for row in rows)
+        return all(_digest(row) == _guarded(partial(self._digest_at, int(row.id))) for row in rows)
 
     def _holds(self, row: Any) -> bool:
         """The message the index holds last is in the database, unchanged (trivially so when empty)."""
@@ -300,6 +300,7 @@ class DerivedIndex:
 
     def _clear(self) -> None:
         writer = self._writer
+        assert writer is not None  # a rebuild happens only where this process may write
         writer.delete_all_documents()
         writer.commit()
         self._opened().reload()
@@ -345,6 +346,7 @@ class DerivedIndex:
 
     def _add(self, rows: Sequence[Any]) -> None:
         writer = self._writer
+        assert writer is not None  # catching up happens only where this process may write
         try:
             self._write(writer, rows)
         except BaseException:

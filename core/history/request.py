@@ -9,7 +9,7 @@ error. Dates are read in the owner's time zone: a bare date means the whole day,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from enum import Enum
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo
 from core.errors import InvalidInput
 from core.history.cursor import MAX_ID
 
-EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
-LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -66,7 +66,7 @@ def _moment(name: str, raw: Any, zone: ZoneInfo, end_of_day: bool) -> datetime:
     """A bounded moment: dates outside 1900–2199 (9999-12-31 overflows a day later) are refused."""
     try:
         moment = _parse_moment(name, raw, zone, end_of_day)
-        utc = moment.astimezone(timezone.utc)
+        utc = moment.astimezone(UTC)
     except OverflowError as exc:
         raise InvalidInput(f"`{name}` must be a date between 1900 and 2199.") from exc
     if not EARLIEST <= utc <= LATEST:
@@ -88,7 +88,7 @@ def _limit(raw: Any) -> int:
         return DEFAULT_LIMIT
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_LIMIT:
         raise InvalidInput(f"`limit` is a whole number from 1 to {MAX_LIMIT}.")
-    return raw
+    return int(raw)
 
 
 def _around(raw: Any) -> int | None:
@@ -98,7 +98,7 @@ def _around(raw: Any) -> int | None:
         raw = int(raw)
     if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_ID:
         raise InvalidInput("`around` is a message id (a positive whole number).")
-    return raw
+    return int(raw)
 
 
 def _order(raw: Any) -> Order:

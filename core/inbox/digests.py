@@ -20,9 +20,9 @@ from core.evidence.selection import bounded_input
 from core.memory.digest import context_digest, memory_digest
 from core.memory.model import MemoryDocument
 from core.memory.render import index_lines, skill_lines
-from core.structured import Answer
 from core.owner import Owner
 from core.ports import MemoryRepository
+from core.structured import Answer
 
 log = logging.getLogger("nod.inbox.digests")
 MAX_SUMMARY_CHARS = 1_200

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 
 from core.agent.conductor import ReplySink
 from core.errors import DeliveryFailed
-from core.replies import Reply
 from core.owner import Identity, Owner
 from core.ports import Owners
+from core.replies import Reply
 
 log = logging.getLogger("nod.inbox.routing")
 

@@ -31,7 +31,6 @@ from core.structured import Answer
 from core.text import fact_key
 
 
-
 class AddOperation(BaseModel):
     """A new inferred entry; it must say whether it is sensitive (without the flag it is invalid)."""
 

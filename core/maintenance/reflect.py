@@ -17,6 +17,7 @@ import json
 import logging
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from functools import partial
 
 from core.agent.gateway import Gateway
 from core.clock import Clock
@@ -24,10 +25,10 @@ from core.errors import ConfigError, ModelError
 from core.maintenance.operations import Applied, Reflection, apply_operations
 from core.memory.model import MemoryDocument
 from core.memory.render import index_lines
-from core.saving.learn import usable
 from core.message import StoredMessage
 from core.owner import Owner
 from core.ports import Changed, MemoryRepository, Messages
+from core.saving.learn import usable
 
 log = logging.getLogger("nod.maintenance")
 BATCH = 40
@@ -86,7 +87,8 @@ class Reflector:
             except (ModelError, ConfigError) as exc:
                 await self._failed(owner, start, batch[-1].id, exc)
                 return replace(report, failed=True)
-            saved = await self._memory.apply(owner.id, lambda d: self._apply(d, start, operations, readable, batch[-1].id, owner))
+            this_batch = partial(self._apply, start=start, operations=operations, readable=readable, end=batch[-1].id, owner=owner)
+            saved = await self._memory.apply(owner.id, this_batch)
             if saved.result is None:  # another writer already applied this batch
                 continue
             report = report.plus(len(batch), saved.result)

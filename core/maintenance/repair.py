@@ -44,8 +44,11 @@ def is_stale(entry: Entry, now: datetime) -> bool:
 
 
 def _stronger(a: Entry, b: Entry) -> Entry:
-    key = lambda e: (_STRENGTH[e.status], len(e.source_ids), e.updated_at)  # noqa: E731
-    return a if key(a) >= key(b) else b
+    return a if _strength(a) >= _strength(b) else b
+
+
+def _strength(entry: Entry) -> tuple[int, int, datetime]:
+    return _STRENGTH[entry.status], len(entry.source_ids), entry.updated_at
 
 
 def _merge_duplicates(doc: MemoryDocument, now: datetime, archived: list[tuple[str, ArchiveReason]]) -> MemoryDocument:

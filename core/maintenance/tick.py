@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from core.agent.spending import Spending
 from core.clock import Clock
-from core.maintenance.reflect import ReflectReport, Reflector
+from core.maintenance.reflect import Reflector, ReflectReport
 from core.maintenance.repair import repair
 from core.memory.model import MemoryDocument
 from core.owner import Owner
@@ -31,7 +31,7 @@ MINUTE = 7
 
 
 class OwnerLocks(Protocol):
-    def hold(self, owner_id: int) -> "LockContext": ...
+    def hold(self, owner_id: int) -> LockContext: ...
 
 
 class LockContext(Protocol):
@@ -63,7 +63,7 @@ class OwnerTick:
 
 def next_tick(now: datetime) -> datetime:
     """The next minute-7 UTC after ``now``."""
-    utc = now.astimezone(timezone.utc)
+    utc = now.astimezone(UTC)
     candidate = utc.replace(minute=MINUTE, second=0, microsecond=0)
     return candidate if candidate > utc else candidate + timedelta(hours=1)
 

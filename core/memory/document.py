@@ -14,7 +14,6 @@ from datetime import date, datetime
 from core.errors import AlreadyExists, MemoryFull, NotFound
 from core.memory import limits
 from core.memory.codec import encode, to_json
-from core.secrets import refuse_secrets
 from core.memory.model import (
     ArchivedRecord,
     ArchiveReason,
@@ -23,6 +22,7 @@ from core.memory.model import (
     MemoryDocument,
     Origin,
 )
+from core.secrets import refuse_secrets
 
 
 def make_entry(

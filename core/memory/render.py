@@ -8,9 +8,9 @@ owner downloads: grouped by area, statuses shown by their labels.
 from __future__ import annotations
 
 from core.memory.model import (
+    ARCHIVED_LABEL,
     AREA_TITLES,
     AREAS,
-    ARCHIVED_LABEL,
     STATUS_LABELS,
     Entry,
     MemoryDocument,

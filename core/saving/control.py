@@ -26,9 +26,9 @@ from core.errors import ConfigError, ModelError
 from core.memory import document as ops
 from core.memory.model import MemoryDocument
 from core.memory.quotes import normalized
+from core.ports import MemoryRepository, Messages, Owners
 from core.structured import Answer
 from core.text import stems, words
-from core.ports import MemoryRepository, Messages, Owners
 
 log = logging.getLogger("nod.saving")
 ASK_FIRST = "The owner's current message does not ask for this. Ask the owner first; nothing was changed."

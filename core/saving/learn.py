@@ -32,11 +32,11 @@ from core.history.cursor import MAX_ID
 from core.memory import document as ops
 from core.memory.model import MemoryDocument, Origin
 from core.memory.render import index_lines
-from core.saving.notes import NoteProposal, Proposal, Refusal, check_note
 from core.message import Role, StoredMessage
+from core.ports import Changed, MemoryRepository, Messages
+from core.saving.notes import NoteProposal, Proposal, Refusal, check_note
 from core.structured import Answer
 from core.text import fact_key
-from core.ports import Changed, MemoryRepository, Messages
 
 log = logging.getLogger("nod.saving")
 EARLIER = 10
@@ -91,7 +91,7 @@ class Learner:
 
     async def sources(self, ctx: TurnContext, current: StoredMessage, named: Sequence[int]) -> Sources:
         """The messages the memory model may see; InvalidInput when a named id is not the owner's."""
-        found = await self._messages.get_many(set(named) - {current.id})
+        found = dict(await self._messages.get_many(set(named) - {current.id}))
         found[current.id] = current
         for message_id in named:
             message = found.get(message_id)
@@ -143,7 +143,10 @@ class Learner:
 
     async def _ask(self, ctx: TurnContext, sources: Sources, doc: MemoryDocument) -> LearnedNotes:
         zone = ctx.owner.zone
-        show = lambda m: {"id": m.id, "sent_at": m.sent_at.astimezone(zone).isoformat(timespec="minutes"), "text": m.text}  # noqa: E731
+
+        def show(m: StoredMessage) -> dict[str, Any]:
+            return {"id": m.id, "sent_at": m.sent_at.astimezone(zone).isoformat(timespec="minutes"), "text": m.text}
+
         payload = {
             "memory_index": index_lines(doc),
             "current_message": show(sources.current) if sources.current else None,

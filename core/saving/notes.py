@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Annotated, Any
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, ValidatorFunctionWrapHandler,
-                      field_validator)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, ValidatorFunctionWrapHandler, field_validator
 
 from core.errors import MemoryLimitError
 from core.memory import document as ops
 from core.memory.limits import MAX_QUOTE, split_path
-from core.memory.model import Evidence, Entry, Origin
+from core.memory.model import Entry, Evidence, Origin
 from core.memory.quotes import quote_matches
 from core.secrets import find_secret
 

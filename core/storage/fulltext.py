@@ -56,7 +56,7 @@ def _fts_scope_filter(scope: Scope) -> ColumnElement[bool]:
     test a check on each match; the snapshot bound goes to FTS5 as a rowid range. The
     index holds no tool messages, so the role needs no test.
     """
-    thread = literal_column("+messages.thread_id")
+    thread: ColumnElement[Any] = literal_column("+messages.thread_id")
     return and_(thread == scope.thread_id, _fts.c.rowid <= scope.snapshot, *_date_filter(scope))
 
 
@@ -88,8 +88,8 @@ def _matching(conn: AsyncConnection, terms: Sequence[str], scope: Scope, *column
         bm25 = func.bm25(literal_column("search_fts"), 1.0, CONTEXT_WEIGHT)
         return _fts_matches(terms, scope, *columns, (-bm25).label("score"))
     query = tsquery_any(terms)
-    vector = literal_column("messages.search_tsv")
-    weights = literal_column(f"'{{0.1, 0.2, {CONTEXT_WEIGHT}, 1.0}}'::float4[]")  # D, C, B (context), A (text)
+    vector: ColumnElement[Any] = literal_column("messages.search_tsv")
+    weights: ColumnElement[Any] = literal_column(f"'{{0.1, 0.2, {CONTEXT_WEIGHT}, 1.0}}'::float4[]")  # D, C, B (context), A (text)
     score = func.ts_rank_cd(weights, vector, query).label("score")
     return select(*columns, score).where(vector.op("@@")(query)).where(_scope_filter(scope))
 
@@ -214,7 +214,7 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
         )
     else:
         tsq = tsquery_any(terms.terms)
-        vector = literal_column("messages.text_tsv")
+        vector: ColumnElement[Any] = literal_column("messages.text_tsv")
         query = select(messages, func.ts_rank_cd(vector, tsq).label("score")).where(vector.op("@@")(tsq), base)
     query = query.order_by(literal_column("score").desc(), messages.c.id.desc()).limit(RELATED_CANDIDATES)
     rows = (await conn.execute(query)).all()

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, insert, select, update
@@ -27,17 +26,17 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from core.storage.database import writing
 from core.clock import Clock
-from core.message import Appended, NewMessage, Role, StoredMessage
 from core.errors import InvalidInput
+from core.message import Appended, NewMessage, Role, StoredMessage
 from core.secrets import contains_secret
+from core.storage.database import writing
 from core.storage.schema import messages, owners, threads
 from core.text import storable
 
 IMPORT_BATCH = 1_000
-EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
-LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 log = logging.getLogger("nod.messages")
 
 

@@ -277,7 +277,7 @@ async def _lock(conn: AsyncConnection) -> None:
 
 async def applied_versions(conn: AsyncConnection) -> set[int]:
     rows = await conn.execute(text("SELECT version FROM schema_migrations"))
-    return {int(v) for (v,) in rows}
+    return {int(row[0]) for row in rows}
 
 
 async def migrate(engine: AsyncEngine) -> list[int]:

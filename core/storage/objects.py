@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import and_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from core.storage.database import writing
 from core.errors import StaleWrite
+from core.storage.database import writing
 from core.storage.schema import objects
 
 
@@ -45,6 +46,7 @@ class ObjectStore:
     ) -> int:
         """Store ``body`` if the stored version is still ``expected_version``; return the new one."""
         async with writing(self._engine) as conn:
+            statement: Any
             if expected_version == 0:
                 insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
                 statement = (

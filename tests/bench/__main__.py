@@ -25,9 +25,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from tests.bench.retrieval import SPLITS, run_locomo
 from tests.bench.evidence import run_evidence_bench
 from tests.bench.maintenance import run_maintenance_bench
+from tests.bench.retrieval import SPLITS, run_locomo
 from tests.bench.scale import run_scale
 from tests.bench.storage import run_storage
 from tests.bench.turn import run_turn_bench

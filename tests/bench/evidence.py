@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.wiring import history_search
 from core.clock import SystemClock
 from core.evidence.packet import FACTS, MessageRecord, build_packet
 from core.history.derived import DerivedIndex
-from bot.wiring import history_search
-from core.storage.database import create_engine
 from core.message import NewMessage, Role
+from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore

@@ -9,8 +9,8 @@ import json
 import statistics
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.settings import Settings
@@ -20,12 +20,12 @@ from core.maintenance.reflect import Reflector
 from core.maintenance.repair import repair
 from core.maintenance.tick import MaintenanceJob
 from core.memory.model import MemoryDocument, Origin
-from core.storage.locks import DatabaseLocks
 from core.message import NewMessage, Role
+from core.storage.locks import DatabaseLocks
 from tests.bench.storage import full_document
 
 MESSAGES = 10_000
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class InstantMemoryModel:

@@ -15,15 +15,15 @@ import json
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex
-from bot.wiring import history_search
-from core.storage.database import create_engine
 from core.message import NewMessage, Role
+from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
@@ -61,7 +61,7 @@ class Scores:
 def _session_turns(conv: dict[str, Any]) -> list[tuple[str, str, str, datetime]]:
     turns, n = [], 1
     while f"session_{n}_date_time" in conv:
-        when = datetime.strptime(conv[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+        when = datetime.strptime(conv[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
         for i, turn in enumerate(conv.get(f"session_{n}", [])):
             turns.append((turn["dia_id"], turn["speaker"], turn["text"], when + timedelta(seconds=i)))
         n += 1

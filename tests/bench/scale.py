@@ -23,23 +23,23 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex
-from bot.wiring import history_search
 from core.history.search import HistorySearch
-from core.storage.database import create_engine
 from core.message import NewMessage, Role
+from core.owner import Owner
+from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
-from core.owner import Owner
 from core.storage.owner_store import OwnerStore
 from core.text import STOP_WORDS
 
-START = datetime(2021, 1, 1, tzinfo=timezone.utc)
+START = datetime(2021, 1, 1, tzinfo=UTC)
 VOCABULARY = 60_000
 COMMON = 1_000
 SYLLABLES = [c + v for c in "bcdfghklmnprstvwz" for v in "aeiou"] + ["ar", "en", "ol", "us", "ith"]

@@ -16,22 +16,21 @@ import random
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.settings import Settings
 from bot.wiring import build_gateway, services
 from core.agent.conductor import Conductor
-from core.message import Inbound
 from core.agent.model import ChatReply, ChatRequest, ToolCall
-from core.message import NewMessage, Role
-from core.replies import Reply
+from core.message import Inbound, NewMessage, Role
 from core.owner import Identity, Owner
+from core.replies import Reply
 from tests.bench.scale import messages_text, percentiles, vocabulary
 from tests.bench.storage import full_document
 
 THREAD = 100_000
-START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+START = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 class InstantModel:

@@ -63,8 +63,8 @@ async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_aft
                                            for n in range(100, 140)), return_exceptions=True)
         await model.wait_for_calls(1)
         _kill(proc)
-        acknowledged = {str(n) for n, s in zip(range(1, 9), statuses) if s == 200}
-        acknowledged |= {str(n) for n, s in zip(range(100, 140), burst) if s == 200}
+        acknowledged = {str(n) for n, s in zip(range(1, 9), statuses, strict=True) if s == 200}
+        acknowledged |= {str(n) for n, s in zip(range(100, 140), burst, strict=True) if s == 200}
         assert statuses == [200] * 8 and len(acknowledged) >= 8
         stored = dict(_owner_messages(tmp_path / "nod.db"))
         assert acknowledged <= set(stored) and all(stored.values())  # stored, and still awaiting their answer

@@ -123,7 +123,7 @@ class FakeTelegramServer:
             self._arrived.clear()
             try:
                 await asyncio.wait_for(self._arrived.wait(), 0.2)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return []
             ready = [u for u in self._updates if u["update_id"] >= offset]
         return ready

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,19 +14,18 @@ from sqlalchemy import select
 from bot.settings import Settings
 from bot.wiring import Services, services
 from core.agent.conductor import Conductor
-from core.message import Inbound
 from core.agent.turn_context import TurnContext, TurnOrigin, begin
 from core.clock import FixedClock
-from core.message import StoredMessage
 from core.errors import AlreadyExists
-from core.replies import Reply
+from core.message import Inbound, StoredMessage
 from core.owner import Identity, Owner
+from core.replies import Reply
 from core.storage.schema import usage as usage_table
 from tests.fakes.model_server import FakeModelServer
 
 AGENT = "gpt-4o-mini"
 MEMORY = "memory-small"
-START = datetime(2026, 12, 3, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 
 
 @dataclass

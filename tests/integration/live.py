@@ -15,8 +15,8 @@ from typing import Any
 
 import aiohttp
 
-from adapters.web.app import build_app
 from adapters.telegram.channel import Pauses
+from adapters.web.app import build_app
 from bot.channels import TELEGRAM_PATH, Channels, channels
 from bot.settings import Settings
 from core.owner import Identity

@@ -5,29 +5,29 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.settings import Settings
+from bot.wiring import services
 from core.agent.conductor import Conductor
-from core.message import Inbound
-from core.owner import Identity
 from core.agent.gateway import Gateway, ModelRoles
 from core.agent.turn import NO_MODEL
 from core.agent.usage import PriceTable, UsageRecord
+from core.clock import FixedClock
 from core.errors import ModelTimeout, UnreadableAnswer
 from core.inbox.digests import Digest
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin, Skill
-from core.message import NewMessage, Role
-from bot.settings import Settings
-from bot.wiring import services
-from core.clock import FixedClock
+from core.message import Inbound, NewMessage, Role
+from core.owner import Identity
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
-from tests.integration.harness import AGENT, MEMORY, START, Harness, Sink, make_harness
 from tests.fakes.model_server import UNSCRIPTED, Answer, FakeModelServer, structured, text, tool
+from tests.integration.harness import AGENT, MEMORY, START, Harness, Sink, make_harness
+
 
 def _tool_messages(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
@@ -192,7 +192,7 @@ async def test_the_raise_ends_with_the_month(nod: Harness) -> None:
     await nod.say("plan my week")
     await nod.say("yes")
     assert (await nod.svc.spending.capacity(await nod.svc.owners.by_id(nod.owner.id))).limit_usd == pytest.approx(0.03)
-    nod.svc.clock.set(datetime(2027, 1, 2, tzinfo=timezone.utc))  # type: ignore[attr-defined]
+    nod.svc.clock.set(datetime(2027, 1, 2, tzinfo=UTC))  # type: ignore[attr-defined]
     assert (await nod.svc.spending.capacity(await nod.svc.owners.by_id(nod.owner.id))).limit_usd == pytest.approx(0.01)
 
 

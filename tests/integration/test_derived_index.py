@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex, sqlite_file
 from core.history.scope import Scope
-from bot.wiring import history_search
-from core.storage.database import create_engine
 from core.message import NewMessage, Role
+from core.owner import Owner
+from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
-from core.owner import Owner
 from core.storage.owner_store import OwnerStore
 
-T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
 
 async def _setup(tmp_path: Path) -> tuple[AsyncEngine, Owner, MessageStore, Path]:

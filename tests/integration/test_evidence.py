@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from core.agent.turn_context import TurnContext, TurnOrigin
+from core.agent.turn_context import TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
 from core.message import NewMessage, Role
@@ -147,7 +147,6 @@ async def test_no_selection_outside_owner_messages_or_past_the_spending_limit(no
     await _setup(nod)
     await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, spending_limit_usd=1.0))
     await nod.svc.usage.record(UsageRecord(nod.owner.id, "agent", AGENT, 0, 0, 5.0, 1, "ok", START))
-    owner = await nod.svc.owners.by_id(nod.owner.id)
     request = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "hi", "local", START))).message
     for origin in (TurnOrigin.OWNER_MESSAGE, TurnOrigin.EVENT):
         assert await nod.svc.turn.evidence.packet(await nod.context(request, origin), request) is None

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.wiring import history_search
 from core.clock import SystemClock
 from core.errors import InvalidInput, NotFound
 from core.history.derived import DerivedIndex
-from bot.wiring import history_search
 from core.message import NewMessage, Role
-from core.storage.message_store import MessageStore
 from core.owner import Owner
+from core.storage.message_store import MessageStore
 from core.storage.owner_store import OwnerStore
 
-T0 = datetime(2024, 5, 8, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 8, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(params=["database", "derived"], autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,8 @@ from core.agent.usage import UsageRecord
 from core.clock import FixedClock
 from core.maintenance.tick import next_tick
 from core.memory import document as ops
-from core.memory.limits import MAX_DOCUMENT_BYTES
 from core.memory.codec import encoded_size
+from core.memory.limits import MAX_DOCUMENT_BYTES
 from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin, Status
 from core.message import NewMessage, Role
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
@@ -172,10 +172,10 @@ async def test_a_batch_applies_once_when_two_reflections_race(nod: Harness) -> N
 
 
 def test_ticks_fall_at_minute_seven_utc() -> None:
-    at = datetime(2026, 12, 3, 9, 6, 59, tzinfo=timezone.utc)
-    assert next_tick(at) == datetime(2026, 12, 3, 9, 7, tzinfo=timezone.utc)
-    assert next_tick(at.replace(minute=7)) == datetime(2026, 12, 3, 10, 7, tzinfo=timezone.utc)
-    assert next_tick(at.replace(hour=23, minute=30)) == datetime(2026, 12, 4, 0, 7, tzinfo=timezone.utc)
+    at = datetime(2026, 12, 3, 9, 6, 59, tzinfo=UTC)
+    assert next_tick(at) == datetime(2026, 12, 3, 9, 7, tzinfo=UTC)
+    assert next_tick(at.replace(minute=7)) == datetime(2026, 12, 3, 10, 7, tzinfo=UTC)
+    assert next_tick(at.replace(hour=23, minute=30)) == datetime(2026, 12, 4, 0, 7, tzinfo=UTC)
 
 
 @pytest.mark.skipif(not POSTGRES_URL, reason="PostgreSQL not configured: set NOD_TEST_POSTGRES_URL")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import update
@@ -10,17 +10,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import SystemClock
 from core.errors import InvalidInput, NotFound
-from core.storage.fulltext import FullText
 from core.memory import document as ops
 from core.memory.model import Evidence, MemoryDocument, Origin
 from core.memory.reading import memory_find, memory_read
 from core.memory.render import render_index
 from core.message import NewMessage, Role
+from core.storage.fulltext import FullText
 from core.storage.message_store import MessageStore
 from core.storage.owner_store import OwnerStore
 from core.storage.schema import messages
 
-NOW = datetime(2024, 6, 1, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2024, 6, 1, 9, 0, tzinfo=UTC)
 
 
 async def _setup(engine: AsyncEngine) -> tuple[int, MessageStore]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -111,7 +111,7 @@ async def test_a_strangers_tap_is_not_answered(live: Live, server: FakeModelServ
 
 async def test_telegrams_own_date_is_the_sent_time(live: Live, server: FakeModelServer) -> None:
     server.enqueue(AGENT, text("ok"))
-    sent = datetime(2026, 12, 3, 8, 15, tzinfo=timezone.utc)  # delivered late: before the harness clock's now
+    sent = datetime(2026, 12, 3, 8, 15, tzinfo=UTC)  # delivered late: before the harness clock's now
     assert await live.post_update(tg.message_update(1, MAYA_TELEGRAM, "hi", date=int(sent.timestamp()))) == 200
     stored = await live.nod.svc.messages.recent(live.nod.owner.id, 1)
     assert stored[0].sent_at == sent

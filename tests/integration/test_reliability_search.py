@@ -10,28 +10,28 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex
-from bot.wiring import history_search
 from core.history.search import HistorySearch
+from core.message import NewMessage, Role
+from core.owner import Owner
 from core.storage.database import create_engine
 from core.storage.memory_store import MemoryStore
-from core.message import NewMessage, Role
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
-from core.owner import Owner
 from core.storage.owner_store import OwnerStore
 from core.tools.read_tools import ReadTools
 
-T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
 
 async def _open(db: Path) -> tuple[AsyncEngine, MessageStore, HistorySearch]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,15 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.logs import configure_logging
 from core.clock import FixedClock
 from core.errors import InvalidInput
+from core.message import NewMessage, Role
 from core.storage.database import create_engine
 from core.storage.health import DatabaseHealth
-from core.message import NewMessage, Role
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from tests.integration.faults import FAILURE, refusing
 
-NOW = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 SECRET_TEXT = "my password is hunter2 and my card is 4111 1111 1111 1111"
 
 
@@ -60,7 +60,7 @@ async def test_text_no_driver_can_take_is_stored_the_same_on_both_backends(
     assert stored.message.text == kept and (await store.get(stored.message.id)).text == kept  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("moment", [datetime(1, 1, 2, tzinfo=timezone.utc), datetime(9999, 12, 31, tzinfo=timezone.utc)])
+@pytest.mark.parametrize("moment", [datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)])
 async def test_a_sent_time_outside_1900_to_2199_is_refused_with_a_sentence(engine: AsyncEngine, moment: datetime) -> None:
     owner = await _owner(engine)
     with pytest.raises(InvalidInput, match="between the years 1900 and 2199"):

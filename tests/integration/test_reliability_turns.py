@@ -15,8 +15,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from core.agent.conductor import TOO_LATE
-from core.message import Inbound
-from core.message import NewMessage, Role
+from core.message import Inbound, NewMessage, Role
 from core.owner import Identity
 from core.storage.schema import threads
 from tests.fakes.model_server import FakeModelServer, text

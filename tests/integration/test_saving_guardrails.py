@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 
-from core.message import Inbound
-from core.owner import Identity
 from core.agent.model import ToolCall
-from core.agent.turn_context import TurnContext, TurnOrigin
+from core.agent.turn_context import TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, MemoryDocument, Origin, Skill
-from core.message import NewMessage, Role
+from core.message import Inbound, NewMessage, Role
+from core.owner import Identity
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 
@@ -304,7 +303,7 @@ async def test_guardrail(case: Case, tmp_path: Path, server: FakeModelServer) ->
         learn_inputs = " ".join(json.dumps(c["messages"]) for c in server.calls("memory_learn"))
         if case.hidden:
             assert case.request[:30] not in learn_inputs, "the memory model saw a message it may not read"
-        for key, role, words, _ in case.history:
+        for _key, role, words, _ in case.history:
             if role != "owner":
                 assert words[:30] not in learn_inputs, "the memory model saw Nod's or a tool's text"
 

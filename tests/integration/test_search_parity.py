@@ -10,24 +10,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex
-from bot.wiring import history_search
-from core.storage.database import create_engine
 from core.message import NewMessage, Role
+from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
 
-T0 = datetime(2024, 3, 1, 8, 0, tzinfo=timezone.utc)
+T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
 CONVERSATION = [
     (Role.OWNER, "I'm planning a trip to Kyoto in April"),
     (Role.ASSISTANT, "Kyoto in April means cherry blossoms. Do you need a hotel?"),

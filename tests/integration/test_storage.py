@@ -6,7 +6,7 @@ import asyncio
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,16 +17,16 @@ from core.clock import FixedClock, SystemClock
 from core.errors import AlreadyExists, InvalidInput, NotFound, StaleWrite
 from core.memory import document as ops
 from core.memory.model import Origin
+from core.message import NewMessage, Role
+from core.owner import Identity
 from core.storage.database import create_engine
 from core.storage.memory_store import MEMORY_PATH, MemoryStore
-from core.message import NewMessage, Role
 from core.storage.message_store import MessageStore
 from core.storage.migrations import MIGRATIONS, migrate
 from core.storage.objects import ObjectStore
-from core.owner import Identity
 from core.storage.owner_store import OwnerStore
 
-NOW = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
 
 async def _owner(engine: AsyncEngine, name: str = "ana") -> int:

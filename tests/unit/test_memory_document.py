@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -21,7 +21,7 @@ from core.memory.model import (
 )
 from core.memory.render import index_lines, render_export, render_index
 
-NOW = datetime(2026, 1, 10, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
 
 
 def entry(path: str = "people/sister", text: str = "Sister: Ana", origin: Origin = Origin.STATED, **kw):

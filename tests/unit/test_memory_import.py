@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from core.memory import document as ops
 from core.memory.importer import import_answer
 from core.memory.model import MemoryDocument, Origin, Status
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 ANSWER = """Here is what I know about you.
 ## About you

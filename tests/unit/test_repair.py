@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from core.maintenance.repair import repair
 from core.memory import document as ops
 from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin, Status
 
-NOW = datetime(2026, 6, 1, 7, 7, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, 7, 7, tzinfo=UTC)
 OLD = NOW - timedelta(days=61)
 RECENT = NOW - timedelta(days=59)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.agent.tools import TOOL_SPECS
+from core.errors import UnreadableAnswer
 from core.evidence.check import ReplyVerdict
 from core.evidence.selection import EvidenceChoice, EvidenceRanking
 from core.inbox.digests import Digest
@@ -50,5 +51,5 @@ def test_reflect_demands_the_sensitive_flag_the_server_requires() -> None:
 def test_a_guardrail_reads_exact_json_types() -> None:
     assert parse_answer(TrustVerdict, {"allowed": True}).allowed is True
     for sloppy in ("yes", "true", 1):
-        with pytest.raises(Exception):
+        with pytest.raises(UnreadableAnswer):
             parse_answer(TrustVerdict, {"allowed": sloppy})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from core.agent.conductor import Conductor
 from core.agent.gateway import Gateway, ModelRoles
@@ -35,7 +35,7 @@ from core.saving.personal import ManagePersonalContext
 from core.tools.read_tools import ReadTools
 from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryMessages, MemoryOwners, MemoryUsage, NoConversation, QueueModel
 
-START = datetime(2026, 12, 3, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 
 
 @dataclass
