@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from pathlib import Path
 
 import aiohttp
 from aiohttp import web
@@ -32,9 +33,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def clean_env(**settings: str) -> dict[str, str]:
-    """This process's environment without any Nod setting, plus ``settings``."""
+    """This process's environment without any Nod setting, plus ``settings``.
+
+    PYTHONPATH names this checkout, so a ``nod`` started by a test runs the code under test
+    (not whatever checkout the virtual environment was installed from).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(NOD_PREFIXES)}
+    env["PYTHONPATH"] = str(ROOT)
     env.update(settings)
     return env
 
