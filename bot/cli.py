@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     forget = memory_sub.add_parser("forget", help="delete a note and its archived versions")
     forget.add_argument("--owner", required=True)
     forget.add_argument("path", metavar="AREA/SLUG")
+    page = sub.add_parser("page", help="a one-time sign-in link to the owner's memory page")
+    page.add_argument("--owner", required=True)
+    page.add_argument("--revoke", action="store_true", help="end the owner's page sessions instead")
     tool = sub.add_parser("tool", help="run one read-only agent tool and print its JSON result")
     tool.add_argument("--owner", required=True)
     tool.add_argument("--batch", action="store_true", help="read JSON Lines {tool, args} on standard input")
@@ -118,6 +121,7 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
         ),
         ("memory", "forget"): lambda s: cli_data.memory_forget(s, args.owner, args.path),
         ("memory", "import"): lambda s: cli_data.memory_import(s, args.owner, args.file),
+        ("page", None): lambda s: cli_data.page(s, args.owner, args.revoke),
         ("tool", None): lambda s: (
             cli_data.tool_batch(s, args.owner, sys.stdin, sys.stdout) if args.batch
             else cli_data.tool_run(s, args.owner, args.tool, args.args)

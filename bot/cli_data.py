@@ -214,3 +214,14 @@ async def tool_batch(svc: Services, owner_name: str, lines: TextIO, out: TextIO)
         out.write(storable(json.dumps(result, ensure_ascii=False)) + "\n")
         out.flush()
     return ""
+
+
+async def page(svc: Services, owner_name: str, revoke: bool) -> str:
+    """``nod page``: a sign-in link, or the owner's sessions ended."""
+    owner = await svc.owners.by_name(owner_name)
+    if svc.page is None:
+        raise InvalidInput(svc.page_off)
+    if revoke:
+        ended = await svc.page.revoke(owner.id)
+        return f"Ended {ended} page session{'s' if ended != 1 else ''} of {owner.name}."
+    return await svc.page.link(owner.id)

@@ -48,6 +48,9 @@ from core.storage.meta import MetaKeys
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.storage.owner_store import OwnerStore
+from core.page.access import PageAccess, PageConfig
+from core.page.edits import MemoryEdits
+from core.storage.page_store import PageStore
 from core.storage.receipts import Receipts
 from core.storage.usage_store import UsageStore
 from core.tools.read_tools import ReadTools
@@ -72,6 +75,9 @@ class Services:
     maintenance: MaintenanceJob
     locks: DatabaseLocks
     health: DatabaseHealth
+    page: PageAccess | None  # None when the page is off; page_off says why
+    page_off: str
+    edits: MemoryEdits
 
     open_signup: bool = False
     work_slots: int = DEFAULT_SLOTS
@@ -80,7 +86,8 @@ class Services:
         return Conductor(self.turn, sink, self.locks, self.work_slots)
 
     def commands(self, conductor: Conductor) -> OwnerCommands:
-        return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory))
+        return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory),
+                             self.page, self.page_off)
 
     def front_door(self, sink: ReplySink) -> FrontDoor:
         conductor = self.conductor(sink)
@@ -121,6 +128,16 @@ def history_search(engine: AsyncEngine, messages: MessageStore, index: DerivedIn
     return HistorySearch(messages, FullText(engine), MetaKeys(engine), index)
 
 
+def _page(settings: Settings, engine: AsyncEngine, clock: Clock) -> tuple[PageAccess | None, str]:
+    """The memory page's sign-in, or None and the one sentence /settings answers instead."""
+    missing = [name for name, value in (("NOD_SECRET_KEY", settings.secret_key), ("NOD_PUBLIC_URL", settings.public_url))
+               if not value]
+    if missing:
+        return None, f"The memory page is off: the operator sets {' and '.join(missing)} to turn it on."
+    assert settings.public_url and settings.secret_key
+    return PageAccess(PageConfig(settings.public_url, settings.secret_key), PageStore(engine), clock), ""
+
+
 def _saving(gateway: Gateway, messages: MessageStore, memory: MemoryStore, owners: OwnerStore, clock: Clock) -> ManagePersonalContext:
     return ManagePersonalContext(Learner(gateway, messages, memory, clock), Controls(gateway, messages, memory, owners))
 
@@ -156,9 +173,10 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         locks = DatabaseLocks(engine)
         maintenance = MaintenanceJob(owners, memory, reflector, locks, clock, spending)
         try:
+            page, page_off = _page(settings, engine, clock)
             yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
                            maintenance, locks, DatabaseHealth(engine, settings.database_url, clock),
-                           settings.open_signup, settings.work_slots)
+                           page, page_off, MemoryEdits(memory, owners, clock), settings.open_signup, settings.work_slots)
         finally:
             await locks.close()
             await gateway.close()

@@ -10,7 +10,8 @@ carries it to the agent); none of them is a bug report.
     ├── NotFound ................ no such owner, note, message or path
     ├── Conflict ................ the request collides with what is stored
     │   ├── AlreadyExists ....... a name or path is taken
-    │   └── StaleWrite .......... a compare-and-swap lost too many times in a row
+    │   ├── StaleWrite .......... a compare-and-swap lost too many times in a row
+    │   └── EditedElsewhere ..... the page edited a version that changed since it was shown
     ├── MemoryFull .............. the document would pass 256 KiB even after trimming
     ├── ConfigError ............. a setting is missing or malformed
     ├── StorageError ............ the database could not be reached or answered badly
@@ -54,6 +55,14 @@ class AlreadyExists(Conflict):
 
 class StaleWrite(Conflict):
     """A compare-and-swap kept losing to newer writers; nothing was overwritten."""
+
+
+class EditedElsewhere(Conflict):
+    """An edit named a version of a note that is no longer the stored one; ``current`` is what is."""
+
+    def __init__(self, message: str, current: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.current = current
 
 
 class MemoryFull(NodError):

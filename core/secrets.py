@@ -115,8 +115,10 @@ def _login_link(url: str) -> bool:
         return True
     if parts.username or parts.password:
         return True
-    for name, _value in parse_qsl(parts.query, keep_blank_values=True):
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if name.lower() in _LOGIN_PARAMS:
+            return True
+        if len(name) <= 2 and len(value) >= 20:  # ?t=<long token>: a sign-in link like Nod's own page link
             return True
     return bool(_MAGIC_PATH.search(parts.path))
 

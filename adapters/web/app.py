@@ -1,4 +1,4 @@
-"""The aiohttp application: ``GET /healthz``, and the channels' webhooks mounted by the caller.
+"""The aiohttp application: ``GET /healthz``, the memory page and its API, and the channels' webhooks.
 
 The web adapter knows no channel: ``bot`` hands it the webhook handlers by path
 (``POST /webhooks/telegram``, ``POST /webhooks/whatsapp``), so adapters never import each
@@ -15,6 +15,10 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
+
+from adapters.web.api import mount as mount_api
+from adapters.web.page import PageServices, security_headers
+from adapters.web.page import mount as mount_page
 
 log = logging.getLogger("nod.web")
 HealthCheck = Callable[[], Awaitable[str | None]]  # None when healthy, else the reason
@@ -33,9 +37,14 @@ async def _healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-def build_app(health: HealthCheck, webhooks: Mapping[str, Handler] | None = None) -> web.Application:
-    app = web.Application(client_max_size=1024 * 1024)  # a bigger body gets 413, never a crash
+def build_app(health: HealthCheck, webhooks: Mapping[str, Handler] | None = None,
+              page: PageServices | None = None) -> web.Application:
+    """``page`` is None when the page is off (no NOD_SECRET_KEY or NOD_PUBLIC_URL): no route answers for it."""
+    app = web.Application(client_max_size=1024 * 1024, middlewares=[security_headers])  # a bigger body: 413
     app[HEALTH] = health
+    if page is not None:
+        mount_page(app, page)
+        mount_api(app)
     app.router.add_get("/healthz", _healthz)
     for path, handler in (webhooks or {}).items():
         app.router.add_post(path, handler)

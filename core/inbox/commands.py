@@ -2,13 +2,16 @@
 
 ``/start`` and ``/help`` explain Nod; ``/memory`` and ``/context`` send a digest;
 ``/reset`` stops any running turn and starts a new conversation (memory stays);
-``/stop`` cancels the running turn. Any other text starting with a slash is an ordinary
+``/stop`` cancels the running turn; ``/settings`` answers with a one-time sign-in link to
+the memory page and ``/settings logout`` ends the owner's page sessions (or says in one
+sentence why the page is off). Any other text starting with a slash is an ordinary
 message: owners write "/shrug" too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from core.agent.conductor import Conductor
 from core.inbox.digests import Digests
@@ -22,12 +25,27 @@ COMMANDS: dict[str, str] = {
     "context": "What Nod sees at the start of every turn",
     "reset": "Start a new conversation (memory stays)",
     "stop": "Stop the answer in progress",
+    "settings": "A sign-in link to your memory page",
 }
 HELP = (
     "I'm Nod, your assistant. Write to me as you would to a person; I remember what you "
     "ask me to remember, from your own words.\n\n"
     + "\n".join(f"/{name} — {what}" for name, what in COMMANDS.items())
 )
+
+
+class PageLinks(Protocol):
+    """The memory page's sign-in links (core.page.access), when the page is on."""
+
+    async def link(self, owner_id: int) -> str: ...
+
+    async def revoke(self, owner_id: int) -> int: ...
+
+
+def command_argument(text: str) -> str:
+    """What follows the command word: ``logout`` in "/settings logout"."""
+    parts = text.strip().split(maxsplit=1)
+    return parts[1].strip().lower() if len(parts) > 1 else ""
 
 
 def command_name(text: str) -> str | None:
@@ -40,17 +58,31 @@ def command_name(text: str) -> str | None:
 
 
 class OwnerCommands:
-    def __init__(self, conductor: Conductor, messages: Messages, digests: Digests) -> None:
+    def __init__(self, conductor: Conductor, messages: Messages, digests: Digests,
+                 page: PageLinks | None = None, page_off: str = "") -> None:
         self._conductor = conductor
         self._messages = messages
         self._digests = digests
+        self._page = page
+        self._page_off = page_off  # why there is no page: the sentence /settings answers
 
-    async def run(self, owner: Owner, name: str) -> str:
+    async def run(self, owner: Owner, name: str, argument: str = "") -> str:
+        if name == "settings":
+            return await self._settings(owner, argument)
         actions: dict[str, Callable[[Owner], Awaitable[str]]] = {
             "start": _help, "help": _help, "memory": self._digests.memory,
             "context": self._digests.context, "reset": self._reset, "stop": self._stop,
         }
         return await actions[name](owner)
+
+    async def _settings(self, owner: Owner, argument: str) -> str:
+        if self._page is None:
+            return self._page_off or "The memory page is off on this Nod."
+        if argument == "logout":
+            ended = await self._page.revoke(owner.id)
+            return f"Signed out of the memory page ({ended} session{'s' if ended != 1 else ''} ended)."
+        link = await self._page.link(owner.id)
+        return f"Your memory page (the link works once, for 15 minutes):\n{link}"
 
     async def _reset(self, owner: Owner) -> str:
         await self._conductor.stop(owner.id)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from core.agent.conductor import Conductor
 from core.clock import Clock
-from core.inbox.commands import OwnerCommands, command_name
+from core.inbox.commands import OwnerCommands, command_argument, command_name
 from core.inbox.gate import Gate
 from core.message import Inbound
 from core.owner import Identity, Owner
@@ -65,7 +65,7 @@ class FrontDoor:
             log.info("command owner=%s name=%s channel=%s", owner.id, name, sender.channel)
             if name in SLOW_COMMANDS:
                 return Handled(owner=owner, later=lambda: self._commands.run(owner, name))
-            return Handled(await self._commands.run(owner, name), owner)
+            return Handled(await self._commands.run(owner, name, command_argument(incoming.text)), owner)
         stored = await self._conductor.receive(owner, incoming)
         return Handled(None, owner, stored is not None)
 

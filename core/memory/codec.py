@@ -86,7 +86,7 @@ def entry_from_json(data: dict[str, Any]) -> Entry:
     )
 
 
-def _skill_to_json(skill: Skill) -> dict[str, Any]:
+def skill_to_json(skill: Skill) -> dict[str, Any]:
     return {
         "name": skill.name,
         "description": skill.description,
@@ -122,7 +122,7 @@ def to_json(doc: MemoryDocument) -> dict[str, Any]:
             }
             for r in doc.archive
         ],
-        "skills": [_skill_to_json(s) for s in doc.skills],
+        "skills": [skill_to_json(s) for s in doc.skills],
         "maintenance": {
             "watermark": doc.maintenance.watermark,
             "failures": doc.maintenance.failures,

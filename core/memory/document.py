@@ -168,6 +168,22 @@ def restore(doc: MemoryDocument, path: str, now: datetime) -> MemoryDocument:
     raise NotFound(f"No archived memory entry at {path}.")
 
 
+def restore_version(doc: MemoryDocument, index: int, now: datetime) -> MemoryDocument:
+    """Bring the archived record at ``index`` back as the current entry at its path.
+
+    What stands at that path now is archived first, replaced by the restored version, so
+    nothing is lost either way and the two stay linked.
+    """
+    if not 0 <= index < len(doc.archive):
+        raise NotFound("No such archived version.")
+    record = doc.archive[index]
+    path = record.entry.path
+    rest = _with(doc, archive=doc.archive[:index] + doc.archive[index + 1 :])
+    if rest.get(path) is not None:
+        rest = archive(rest, path, ArchiveReason.REPLACED, now, replaced_by=path)
+    return _with(rest, entries=rest.entries + (_with(record.entry, updated_at=now),))
+
+
 def _version_paths(doc: MemoryDocument, path: str) -> set[str]:
     """``path`` and every path whose archived version was replaced, directly or not, by it."""
     paths, frontier = {path}, [path]

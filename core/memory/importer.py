@@ -69,28 +69,53 @@ def _slug(text: str, taken: set[str], area: str) -> str:
     return slug
 
 
-def import_answer(doc: MemoryDocument, answer: str, now: datetime) -> ImportResult:
+def _skip_reason(candidate: Candidate, known: set[str]) -> str | None:
+    if len(candidate.text) > MAX_TEXT:
+        return "over 4,000 characters"
+    if find_secret(candidate.text):
+        return "looks like a secret"
+    if normalized(candidate.text) in known:
+        return "already saved"
+    return None
+
+
+def preview(doc: MemoryDocument, answer: str) -> list[tuple[Candidate, str | None]]:
+    """The pasted answer split into notes, each with why it would be skipped (None: it would be saved)."""
+    known = {normalized(e.text) for e in doc.entries}
+    found = []
+    for candidate in split_answer(answer):
+        reason = _skip_reason(candidate, known)
+        if reason is None:
+            known.add(normalized(candidate.text))
+        found.append((candidate, reason))
+    return found
+
+
+def import_candidates(doc: MemoryDocument, candidates: list[Candidate], now: datetime) -> ImportResult:
+    """Save the candidates as stated notes, word for word, skipping what the rules skip (with why)."""
     known = {normalized(e.text) for e in doc.entries}
     taken = {e.path for e in doc.entries}
     saved: list[str] = []
     skipped: list[tuple[str, str]] = []
-    for candidate in split_answer(answer):
-        preview = " ".join(candidate.text.split()[:6])
-        if len(candidate.text) > MAX_TEXT:
-            skipped.append((preview, "over 4,000 characters"))
-        elif find_secret(candidate.text):
-            skipped.append((preview, "looks like a secret"))
-        elif normalized(candidate.text) in known:
-            skipped.append((preview, "already saved"))
-        else:
-            path = f"{candidate.area}/{_slug(candidate.text, taken, candidate.area)}"
-            try:
-                entry = ops.make_entry(path, candidate.text, origin=Origin.STATED, now=now)
-            except MemoryLimitError as exc:  # the page's and the model's rules hold for imports too
-                skipped.append((preview, str(exc).removeprefix("Not saved: ").rstrip(".")))
-                continue
-            doc = ops.add_entry(doc, entry)
-            known.add(normalized(candidate.text))
-            taken.add(path)
-            saved.append(path)
+    for candidate in candidates:
+        preview_words = " ".join(candidate.text.split()[:6])
+        reason = _skip_reason(candidate, known)
+        if reason is not None:
+            skipped.append((preview_words, reason))
+            continue
+        path = f"{candidate.area}/{_slug(candidate.text, taken, candidate.area)}"
+        try:
+            entry = ops.make_entry(path, candidate.text, origin=Origin.STATED, now=now)
+        except MemoryLimitError as exc:  # the page's and the model's rules hold for imports too
+            skipped.append((preview_words, str(exc).removeprefix("Not saved: ").rstrip(".")))
+            continue
+        doc = ops.add_entry(doc, entry)
+        known.add(normalized(candidate.text))
+        taken.add(path)
+        saved.append(path)
     return ImportResult(doc, tuple(saved), tuple(skipped))
+
+
+def import_answer(doc: MemoryDocument, answer: str, now: datetime) -> ImportResult:
+    """``nod memory import`` and the page's import: one parser, one set of rules."""
+    return import_candidates(doc, split_answer(answer), now)

@@ -253,6 +253,24 @@ _POSTGRESQL_4 = (
 # Owner settings are written by compare-and-swap on this version, like memory (migration 5).
 _SETTINGS_VERSION = ("ALTER TABLE owners ADD COLUMN settings_version INTEGER NOT NULL DEFAULT 0",)
 
+# The memory page (migration 6): one-time sign-in links and the sessions they open, each kept
+# as a SHA-256 of its secret, so a copy of the database opens no one's page.
+_PAGE = (
+    """CREATE TABLE page_links (
+        token_hash TEXT PRIMARY KEY,
+        owner_id INTEGER NOT NULL REFERENCES owners(id),
+        created_at {time} NOT NULL,
+        expires_at {time} NOT NULL,
+        used_at {time})""",
+    """CREATE TABLE page_sessions (
+        session_hash TEXT PRIMARY KEY,
+        owner_id INTEGER NOT NULL REFERENCES owners(id),
+        created_at {time} NOT NULL,
+        expires_at {time} NOT NULL,
+        revoked_at {time})""",
+    "CREATE INDEX page_sessions_owner ON page_sessions (owner_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
@@ -260,6 +278,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "database identity, signing key, health; reply addresses, awaiting turns, receipts",
               _SQLITE_4, _POSTGRESQL_4),
     Migration(5, "owner settings by compare-and-swap", _SETTINGS_VERSION, _SETTINGS_VERSION),
+    Migration(6, "memory page sign-in links and sessions", tuple(q.format(time="DATETIME") for q in _PAGE),
+              tuple(q.format(time="TIMESTAMPTZ") for q in _PAGE)),
 )
 
 _LEDGER = (

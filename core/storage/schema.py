@@ -141,3 +141,23 @@ usage = Table(
     Column("outcome", String, nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
 )
+
+page_links = Table(
+    "page_links",
+    metadata,
+    Column("token_hash", String, primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("used_at", UTCDateTime()),
+)
+
+page_sessions = Table(
+    "page_sessions",
+    metadata,
+    Column("session_hash", String, primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("revoked_at", UTCDateTime()),
+)

@@ -1,0 +1,126 @@
+"""Settings → Memory as a page: the sign-in link, the session cookie, the server-rendered HTML.
+
+``GET /settings/memory?t=…`` takes a one-time link (core.page.access), sets the session
+cookie — HttpOnly, SameSite=Lax, Secure when the public URL is https, 30 days — and
+redirects to the page without the token in the address. The page itself is rendered on
+the server from the same view the JSON API serves (``core.page.view``), with a little
+JavaScript for the buttons; nothing leaves the server (no external font, script or
+image), and every response carries a strict Content-Security-Policy. Without a session the
+page says how to get a new link, in one sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+
+from core.clock import Clock
+from core.memory.render import render_export
+from core.owner import Owner
+from core.page.access import PAGE_PATH, SESSION_LIFETIME, PageAccess
+from core.page.edits import MemoryEdits
+from core.page.view import memory_view
+from core.ports import MemoryRepository, Messages, Owners
+
+log = logging.getLogger("nod.web.page")
+COOKIE = "nod_session"
+STATIC = Path(__file__).with_name("static")
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+SIGNED_OUT = ("This page needs a fresh sign-in link: send /settings to Nod on Telegram or WhatsApp "
+              "(or run nod page --owner NAME), then open the link within 15 minutes.")
+
+
+@dataclass(frozen=True)
+class PageServices:
+    access: PageAccess
+    edits: MemoryEdits
+    memory: MemoryRepository
+    owners: Owners
+    messages: Messages
+    clock: Clock
+    secure: bool
+
+
+SERVICES: web.AppKey[PageServices] = web.AppKey("page", PageServices)
+
+
+@web.middleware
+async def security_headers(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Every page and API answer: no framing, no sniffing, no referrer (a link carries a token), no caching."""
+    try:
+        response: web.StreamResponse = await handler(request)
+    except web.HTTPException as raised:  # a redirect is raised, and must carry the headers too
+        _secured(request, raised)
+        raise
+    _secured(request, response)
+    return response
+
+
+def _secured(request: web.Request, response: web.StreamResponse) -> None:
+    if request.path.startswith(("/settings", "/api/memory")):
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers.setdefault("Cache-Control", "no-store")
+
+
+async def signed_in(request: web.Request) -> Owner | None:
+    """The owner whose session cookie this request carries, or None."""
+    page = request.app[SERVICES]
+    owner_id = await page.access.owner_of(request.cookies.get(COOKIE))
+    return await page.owners.by_id(owner_id) if owner_id is not None else None
+
+
+async def _page(request: web.Request) -> web.StreamResponse:
+    page = request.app[SERVICES]
+    token = request.query.get("t")
+    if token is not None:
+        signed = await page.access.sign_in(token)
+        if signed is None:
+            log.info("page_sign_in_refused")
+            return _signed_out()
+        response = web.HTTPSeeOther(PAGE_PATH)  # the token leaves the address bar and the history
+        response.set_cookie(COOKIE, signed[1], max_age=int(SESSION_LIFETIME.total_seconds()), path="/",
+                            httponly=True, samesite="Lax", secure=page.secure)
+        log.info("page_signed_in owner=%s", signed[0])
+        raise response  # aiohttp wants its redirects raised
+    owner = await signed_in(request)
+    if owner is None:
+        return _signed_out()
+    loaded = await page.memory.load(owner.id)
+    view = await memory_view(owner, loaded.document, loaded.version, page.messages)
+    csrf = page.access.csrf_token(request.cookies[COOKIE])
+    return aiohttp_jinja2.render_template("memory.html", request, {"view": view, "csrf": csrf})
+
+
+def _signed_out() -> web.Response:
+    body = ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+            "content=\"width=device-width, initial-scale=1\"><title>Nod — sign in</title>"
+            "<link rel=\"icon\" href=\"/settings/static/icon.svg\" type=\"image/svg+xml\">"
+            "<link rel=\"stylesheet\" href=\"/settings/static/page.css\"></head><body><main class=\"signed-out\">"
+            f"<h1>Memory</h1><p>{SIGNED_OUT}</p></main></body></html>")
+    return web.Response(status=401, text=body, content_type="text/html")
+
+
+async def export(request: web.Request, owner: Owner) -> web.Response:
+    page = request.app[SERVICES]
+    markdown = render_export((await page.memory.load(owner.id)).document, owner.name)
+    return web.Response(text=markdown, content_type="text/markdown", charset="utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="nod-memory.md"'})
+
+
+def mount(app: web.Application, services: PageServices) -> None:
+    """The page's routes on Nod's web application (the JSON API is mounted beside, adapters.web.api)."""
+    app[SERVICES] = services
+    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+                         autoescape=jinja2.select_autoescape(default=True))
+    app.router.add_get(PAGE_PATH, _page)
+    app.router.add_static("/settings/static", STATIC, append_version=False)

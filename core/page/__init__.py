@@ -1,0 +1,1 @@
+"""Settings → Memory: who may open the owner's page, what it shows, what it changes."""
