@@ -35,6 +35,8 @@ from core.inbox.front import FrontDoor
 from core.inbox.gate import Gate
 from core.maintenance.reflect import Reflector
 from core.maintenance.tick import MaintenanceJob
+from core.page.access import PageAccess, PageConfig
+from core.page.edits import MemoryEdits
 from core.saving.control import Controls
 from core.saving.learn import Learner
 from core.saving.personal import ManagePersonalContext
@@ -48,8 +50,6 @@ from core.storage.meta import MetaKeys
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.storage.owner_store import OwnerStore
-from core.page.access import PageAccess, PageConfig
-from core.page.edits import MemoryEdits
 from core.storage.page_store import PageStore
 from core.storage.receipts import Receipts
 from core.storage.usage_store import UsageStore

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.storage.database import create_engine
 from core.storage.migrations import migrate
+from tests.fakes.model_server import FakeModelServer
 
 POSTGRES_URL = os.environ.get("NOD_TEST_POSTGRES_URL")
 
@@ -92,3 +93,13 @@ async def postgres_url() -> AsyncIterator[str]:
         yield url
     finally:
         await drop_postgres_database(url)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeModelServer]:
+    """The scripted OpenAI-compatible model server on a loopback port."""
+    fake = await FakeModelServer().start()
+    try:
+        yield fake
+    finally:
+        await fake.stop()

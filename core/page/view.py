@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from core.memory.codec import entry_to_json, skill_to_json
-from core.memory.model import AREA_TITLES, AREAS, ARCHIVED_LABEL, ArchivedRecord, Entry, MemoryDocument, Skill
+from core.memory.model import ARCHIVED_LABEL, AREA_TITLES, AREAS, ArchivedRecord, Entry, MemoryDocument, Skill
 from core.memory.render import label_of
 from core.message import Role, StoredMessage
 from core.owner import Owner

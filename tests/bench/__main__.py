@@ -16,6 +16,8 @@ maintenance: one tick over 10,000 new messages with a nearly full document; repa
 scale: history_search latency on a generated 1,000,000-message thread, against naive
 FTS5, tantivy and bm25s (``--messages`` and ``--queries`` make it smaller or larger).
 
+page: the memory page and GET /api/memory for a full 256 KiB document (p50/p99, bytes).
+
 webhooks: inbound WhatsApp webhooks into a ``nod run`` process at rising rates: accepted
 messages per second and acknowledgement latency.
 """
@@ -27,6 +29,7 @@ import asyncio
 
 from tests.bench.evidence import run_evidence_bench
 from tests.bench.maintenance import run_maintenance_bench
+from tests.bench.page import run_page_bench
 from tests.bench.retrieval import SPLITS, run_locomo
 from tests.bench.scale import run_scale
 from tests.bench.storage import run_storage
@@ -36,7 +39,7 @@ from tests.bench.webhooks import run_webhook_bench
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
-    parser.add_argument("suite", choices=["storage", "locomo", "scale", "turn", "maintenance", "evidence", "webhooks"])
+    parser.add_argument("suite", choices=["storage", "locomo", "scale", "turn", "maintenance", "evidence", "webhooks", "page"])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
@@ -53,6 +56,8 @@ def main() -> None:
         asyncio.run(run_maintenance_bench())
     elif args.suite == "turn":
         asyncio.run(run_turn_bench(min(args.rounds, 100)))
+    elif args.suite == "page":
+        asyncio.run(run_page_bench(min(args.rounds, 200)))
     elif args.suite == "webhooks":
         asyncio.run(run_webhook_bench())
     elif args.suite == "scale":

@@ -15,15 +15,6 @@ from tests.integration.live import Live, make_live
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeModelServer]:
-    fake = await FakeModelServer().start()
-    try:
-        yield fake
-    finally:
-        await fake.stop()
-
-
-@pytest.fixture
 async def nod(tmp_path: Path, server: FakeModelServer) -> AsyncIterator[Harness]:
     async for harness in make_harness(tmp_path, server):
         yield harness

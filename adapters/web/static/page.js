@@ -46,11 +46,26 @@ function noteUrl(path) {
   return "/api/memory/notes/" + path.split("/").map(encodeURIComponent).join("/");
 }
 
+// a note's edit form is made when asked for, from one template: the page stays half the size
+function editForm(note) {
+  let form = note.querySelector("form.edit");
+  if (!form) {
+    form = document.getElementById("note-edit").content.firstElementChild.cloneNode(true);
+    form.elements.text.value = note.querySelector(".text").textContent;
+    form.elements.abstract.value = note.dataset.abstract;
+    form.elements.expires.value = note.dataset.expires;
+    note.append(form);
+  }
+  return form;
+}
+
 function toggleEdit(note, editing) {
-  note.querySelector("form.edit").hidden = !editing;
+  editForm(note).hidden = !editing;
   note.querySelector(".actions").hidden = editing;
   if (editing) {
-    note.querySelector("form.edit textarea, form.edit input").focus();
+    const field = note.querySelector("form.edit textarea, form.edit input");
+    field.focus();
+    field.setSelectionRange(field.value.length, field.value.length);  // type on from the end
   }
 }
 
