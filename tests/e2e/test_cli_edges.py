@@ -78,3 +78,14 @@ def test_a_batch_line_no_engine_can_take_is_answered_and_the_rest_go_on(here: Pa
 def test_a_command_that_never_searches_makes_no_search_index(here: Path, cli: Nod) -> None:
     assert cli("owners", "add", "ana").returncode == 0 and cli("owners", "list").returncode == 0
     assert (here / "nod.db").exists() and not (here / "nod.db.search").exists()
+
+
+def test_nod_page_prints_a_one_time_link_and_revokes_sessions(here: Path, cli: Nod) -> None:
+    assert cli("owners", "add", "ana").returncode == 0
+    off = cli("page", "--owner", "ana")
+    assert off.returncode == 1 and one_sentence(off) == (
+        "nod: The memory page is off: the operator sets NOD_SECRET_KEY and NOD_PUBLIC_URL to turn it on.")
+    page = {"NOD_SECRET_KEY": "s3cret", "NOD_PUBLIC_URL": "https://nod.example.org"}
+    link = cli("page", "--owner", "ana", **page)
+    assert link.returncode == 0 and link.stdout.startswith("https://nod.example.org/settings/memory?t=")
+    assert cli("page", "--owner", "ana", "--revoke", **page).stdout.strip() == "Ended 0 page sessions of ana."
