@@ -88,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
     forget = memory_sub.add_parser("forget", help="delete a note and its archived versions")
     forget.add_argument("--owner", required=True)
     forget.add_argument("path", metavar="AREA/SLUG")
+    skills = sub.add_parser("skills", help="the owner's learned skills")
+    skills_sub = skills.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    skills_sub.add_parser("list", help="name and description of each").add_argument("--owner", required=True)
+    for verb, what in (("show", "print one skill"), ("forget", "delete one skill")):
+        one = skills_sub.add_parser(verb, help=what)
+        one.add_argument("name")
+        one.add_argument("--owner", required=True)
     page = sub.add_parser("page", help="a one-time sign-in link to the owner's memory page")
     page.add_argument("--owner", required=True)
     page.add_argument("--revoke", action="store_true", help="end the owner's page sessions instead")
@@ -122,6 +129,9 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
         ("memory", "forget"): lambda s: cli_data.memory_forget(s, args.owner, args.path),
         ("memory", "import"): lambda s: cli_data.memory_import(s, args.owner, args.file),
         ("page", None): lambda s: cli_data.page(s, args.owner, args.revoke),
+        ("skills", "list"): lambda s: cli_data.skills_list(s, args.owner),
+        ("skills", "show"): lambda s: cli_data.skills_show(s, args.owner, args.name),
+        ("skills", "forget"): lambda s: cli_data.skills_forget(s, args.owner, args.name),
         ("tool", None): lambda s: (
             cli_data.tool_batch(s, args.owner, sys.stdin, sys.stdout) if args.batch
             else cli_data.tool_run(s, args.owner, args.tool, args.args)

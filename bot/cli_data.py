@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
 from bot.wiring import Services
-from core.errors import InvalidInput
+from core.errors import InvalidInput, NotFound
 from core.memory import document as memory_ops
 from core.memory.codec import to_json
 from core.memory.importer import ImportResult, import_answer
@@ -225,3 +226,31 @@ async def page(svc: Services, owner_name: str, revoke: bool) -> str:
         ended = await svc.page.revoke(owner.id)
         return f"Ended {ended} page session{'s' if ended != 1 else ''} of {owner.name}."
     return await svc.page.link(owner.id)
+
+
+async def skills_list(svc: Services, owner_name: str) -> str:
+    owner = await svc.owners.by_name(owner_name)
+    skills = (await svc.memory.load(owner.id)).document.skills
+    lines = [f"{s.name}\t{s.description}" + ("\t(edited by the owner)" if s.edited_by_owner else "")
+             for s in sorted(skills, key=lambda s: s.name)]
+    return "\n".join(lines) if lines else f"{owner.name} has no learned skills yet."
+
+
+async def skills_show(svc: Services, owner_name: str, name: str) -> str:
+    owner = await svc.owners.by_name(owner_name)
+    skill = next((s for s in (await svc.memory.load(owner.id)).document.skills if s.name == name), None)
+    if skill is None:
+        raise NotFound(f"{owner.name} has no learned skill named {name!r}.")
+    return f"{skill.name}: {skill.description}\n\n{skill.body}"
+
+
+async def skills_forget(svc: Services, owner_name: str, name: str) -> str:
+    owner = await svc.owners.by_name(owner_name)
+
+    def forgetting(doc: MemoryDocument) -> MemoryDocument:
+        if not any(s.name == name for s in doc.skills):
+            raise NotFound(f"{owner.name} has no learned skill named {name!r}.")
+        return replace(doc, skills=tuple(s for s in doc.skills if s.name != name))
+
+    await svc.memory.update(owner.id, forgetting)
+    return f"Forgot the skill {name}."

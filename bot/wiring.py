@@ -40,6 +40,7 @@ from core.page.edits import MemoryEdits
 from core.saving.control import Controls
 from core.saving.learn import Learner
 from core.saving.personal import ManagePersonalContext
+from core.skills.learned import LearnedSkills
 from core.storage.database import create_engine, storage_error
 from core.storage.fulltext import FullText
 from core.storage.health import DatabaseHealth
@@ -138,6 +139,13 @@ def _page(settings: Settings, engine: AsyncEngine, clock: Clock) -> tuple[PageAc
     return PageAccess(PageConfig(settings.public_url, settings.secret_key), PageStore(engine), clock), ""
 
 
+def _known_secrets(settings: Settings) -> tuple[str, ...]:
+    """The secret values Nod holds itself: scrubbed from every skill draft before a model sees it."""
+    values = (settings.openai_api_key, settings.memory_api_key, settings.telegram_bot_token, settings.telegram_webhook_secret,
+              settings.twilio_auth_token, settings.secret_key)
+    return tuple(v for v in values if v)
+
+
 def _saving(gateway: Gateway, messages: MessageStore, memory: MemoryStore, owners: OwnerStore, clock: Clock) -> ManagePersonalContext:
     return ManagePersonalContext(Learner(gateway, messages, memory, clock), Controls(gateway, messages, memory, owners))
 
@@ -166,7 +174,9 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         selector = Selector(gateway, history, messages, small)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
-            conversation=fulltext, tools=TurnTools(reads, _saving(gateway, messages, memory, owners, clock)), clock=clock,
+            conversation=fulltext, clock=clock,
+            tools=TurnTools(reads, _saving(gateway, messages, memory, owners, clock),
+                            LearnedSkills(gateway, memory, clock, _known_secrets(settings))),
             evidence=selector, check=ReplyChecker(gateway, selector),
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None

@@ -45,7 +45,7 @@ _AWS_SECRET = re.compile(r"(?i)aws.{0,20}secret.{0,20}[A-Za-z0-9/+=]{40}")
 _PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----")
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")
 _PASSWORD = re.compile(
-    r"(?i)\b(?:password|passwd|passcode|pwd|pin|senha|contraseña|passwort)\b\s*(?:is|:|=|was)\s*\S+"
+    r"(?i)\b(?:password|passwd|passcode|pwd|pin|senha|contraseña|passwort)\b\s*(?:is|:|=|was)\s*(?!<\w)\S+"
 )
 # "wifi pass hunter2xyz", "PIN 4821": a password word followed by a token with a digit in it
 _PASSWORD_TOKEN = re.compile(r"(?i)\b(?:password|passwd|passcode|pass|pwd|senha|contraseña|passwort)\s+\S*\d\S*")

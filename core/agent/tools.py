@@ -67,6 +67,15 @@ class PersonalContext(Protocol):
     async def handle(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]: ...
 
 
+class SkillBook(Protocol):
+    """The skills tool's actions (core.skills.learned)."""
+
+    async def read(self, ctx: TurnContext, name: str) -> tuple[dict[str, Any], bool]: ...
+
+    async def write(self, ctx: TurnContext, action: str, name: str, description: str | None,
+                    body: str | None) -> dict[str, Any]: ...
+
+
 class ManagePersonalContextArguments(Arguments):
     action: Literal["memory_learn", "memory_forget", "memory_control"]
     message_ids: list[int] | None = Field(None, description="memory_learn: older owner messages holding the fact.")
@@ -76,8 +85,11 @@ class ManagePersonalContextArguments(Arguments):
 
 
 class SkillsArguments(Arguments):
-    action: Literal["read"]
-    name: str
+    action: Literal["read", "save", "patch"]
+    name: str = Field(description="The skill's name: lowercase words joined by dashes, one site, app or flow.")
+    description: str | None = Field(None, description="save/patch: one line, what flow it covers.")
+    body: str | None = Field(None, description="save/patch: the steps, gotchas and how they were passed, what to verify, "
+                                               "what didn't work.")
 
 
 class OfferChoicesArguments(Arguments):
@@ -97,7 +109,10 @@ TOOLS: tuple[Tool, ...] = (
          "memory_learn: the server writes notes from the owner's own messages (name older ones by "
          "message_ids); memory_forget: path; memory_control: command and the owner's message quoted. "
          "Saves are silent: never announce them.", ManagePersonalContextArguments),
-    Tool("skills", "Learned skills: read a skill's body before following a flow it covers.", SkillsArguments),
+    Tool("skills", "Learned skills and task guides. read: a skill's or guide's steps, before following a flow it "
+         "covers. save: after a task that took several steps, needed a workaround or was corrected, when no skill "
+         "covers it. patch: when a skill you followed was wrong or out of date. Saves are quiet: never mention them.",
+         SkillsArguments),
     Tool("offer_choices", f"Show up to {MAX_CHOICES} short choices (each up to {MAX_CHOICE_CHARS} characters) "
          "as buttons under your reply; the owner's tap arrives as their next message. Write the reply "
          "as usual: it must make sense without the buttons.", OfferChoicesArguments),
@@ -110,9 +125,10 @@ Handler = Callable[[TurnContext, Any, dict[str, Any]], Awaitable[ToolOutcome]]
 
 
 class TurnTools:
-    def __init__(self, reads: ReadTools, personal: PersonalContext) -> None:
+    def __init__(self, reads: ReadTools, personal: PersonalContext, skills: SkillBook) -> None:
         self._reads = reads
         self._personal = personal
+        self._skills_book = skills
         self._handlers: dict[str, Handler] = {
             "manage_personal_context": self._manage, "skills": self._skills, "offer_choices": self._choices,
         }
@@ -141,13 +157,10 @@ class TurnTools:
         return ToolOutcome("manage_personal_context", raw, await self._personal.handle(ctx, args.model_dump()))
 
     async def _skills(self, ctx: TurnContext, args: SkillsArguments, raw: dict[str, Any]) -> ToolOutcome:
-        skills = ctx.document.skills
-        skill = next((s for s in skills if s.name == args.name), None)
-        if skill is None:
-            names = ", ".join(s.name for s in skills) or "none yet"
-            return ToolOutcome("skills", raw, {"error": f"No learned skill named {args.name!r} (skills: {names})."})
-        return ToolOutcome("skills", raw, {"name": skill.name, "description": skill.description, "body": skill.body},
-                           untrusted=True)
+        if args.action == "read":
+            result, untrusted = await self._skills_book.read(ctx, args.name)
+            return ToolOutcome("skills", raw, result, untrusted=untrusted)
+        return ToolOutcome("skills", raw, await self._skills_book.write(ctx, args.action, args.name, args.description, args.body))
 
     async def _choices(self, ctx: TurnContext, args: OfferChoicesArguments, raw: dict[str, Any]) -> ToolOutcome:
         choices = [c.strip() for c in args.choices]

@@ -95,6 +95,7 @@ def skill_to_json(skill: Skill) -> dict[str, Any]:
         "updated_at": _iso(skill.updated_at),
         "last_used_at": _iso(skill.last_used_at),
         "edited_by_owner": skill.edited_by_owner,
+        "extends": skill.extends,
     }
 
 
@@ -107,6 +108,7 @@ def _skill_from_json(data: dict[str, Any]) -> Skill:
         updated_at=_dt(data.get("updated_at") or data["created_at"]),  # type: ignore[arg-type]
         last_used_at=_dt(data.get("last_used_at")),
         edited_by_owner=bool(data.get("edited_by_owner", False)),
+        extends=data.get("extends"),
     )
 
 

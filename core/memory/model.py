@@ -145,6 +145,12 @@ class Skill:
     updated_at: datetime
     last_used_at: datetime | None = None
     edited_by_owner: bool = False
+    extends: str | None = None  # the built-in guide this flow is a case of, if any
+
+    @property
+    def used_at(self) -> datetime:
+        """When it was last read, or made: what eviction compares."""
+        return self.last_used_at or self.created_at
 
 
 @dataclass(frozen=True)

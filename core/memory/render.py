@@ -37,7 +37,8 @@ def index_lines(doc: MemoryDocument) -> list[str]:
 
 
 def skill_lines(doc: MemoryDocument) -> list[str]:
-    return [f"{s.name}: {_one_line(s.description)}" for s in doc.skills]
+    """One line per learned skill, by name: the same lines while nothing is saved (a stable prompt prefix)."""
+    return [f"{s.name}: {_one_line(s.description)}" for s in sorted(doc.skills, key=lambda s: s.name)]
 
 
 def render_index(doc: MemoryDocument) -> str:

@@ -89,3 +89,32 @@ def test_nod_page_prints_a_one_time_link_and_revokes_sessions(here: Path, cli: N
     link = cli("page", "--owner", "ana", **page)
     assert link.returncode == 0 and link.stdout.startswith("https://nod.example.org/settings/memory?t=")
     assert cli("page", "--owner", "ana", "--revoke", **page).stdout.strip() == "Ended 0 page sessions of ana."
+
+
+def test_nod_skills_list_show_forget_and_memory_show_lists_them(here: Path, cli: Nod) -> None:
+    import asyncio
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from bot.settings import load_settings
+    from bot.wiring import services
+    from core.memory.model import Skill
+
+    assert cli("owners", "add", "ana").returncode == 0
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+
+    async def seed() -> None:
+        async with services(load_settings()) as svc:
+            owner = await svc.owners.by_name("ana")
+            skill = Skill("order-flowers", "Order flowers on florist.example", "1. Log in.", at, at, edited_by_owner=True)
+            await svc.memory.update(owner.id, lambda d: replace(d, skills=(skill,)))
+
+    asyncio.run(seed())
+    assert cli("skills", "list", "--owner", "ana").stdout.strip() == (
+        "order-flowers\tOrder flowers on florist.example\t(edited by the owner)")
+    assert cli("skills", "show", "order-flowers", "--owner", "ana").stdout.strip().endswith("1. Log in.")
+    shown = json.loads(cli("memory", "show", "--owner", "ana", "--json").stdout)["skills"][0]
+    assert {"name", "description", "body", "created_at", "updated_at", "last_used_at", "edited_by_owner"} <= set(shown)
+    assert cli("skills", "forget", "order-flowers", "--owner", "ana").returncode == 0
+    missing = cli("skills", "show", "order-flowers", "--owner", "ana")
+    assert missing.returncode == 1 and "no learned skill" in one_sentence(missing)

@@ -210,9 +210,9 @@ async def test_a_skill_body_reaches_the_model_as_an_untrusted_block(nod: Harness
     content = _tool_messages(nod.server.calls()[1])[0]
     assert content.startswith('<untrusted_tool_result tool="skills">') and "not the owner's words" in content
     assert "book-train: Book a train on CP" in nod.server.calls()[0]["messages"][0]["content"]
-    assert json.loads(_tool_messages(nod.server.calls()[2])[1])["error"] == "skills: `action` input should be 'read'."
+    assert json.loads(_tool_messages(nod.server.calls()[2])[1])["error"] == "A skill needs a body: the steps. Nothing was saved."
     offered = next(t for t in nod.server.calls()[0]["tools"] if t["function"]["name"] == "skills")
-    assert offered["function"]["parameters"]["properties"]["action"]["enum"] == ["read"]  # only what exists
+    assert offered["function"]["parameters"]["properties"]["action"]["enum"] == ["read", "save", "patch"]
 
 
 async def test_a_redelivered_message_runs_no_second_turn(nod: Harness) -> None:

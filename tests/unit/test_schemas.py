@@ -12,10 +12,11 @@ from core.inbox.digests import Digest
 from core.maintenance.operations import Reflection
 from core.saving.control import TrustVerdict
 from core.saving.learn import LearnedNotes
+from core.skills.learned import SkillRewrite
 from core.structured import Answer, parse_answer, strict_problems, strict_schema
 
 ANSWERS: tuple[type[Answer], ...] = (EvidenceChoice, EvidenceRanking, ReplyVerdict, LearnedNotes, TrustVerdict,
-                                     Reflection, Digest)
+                                     Reflection, Digest, SkillRewrite)
 
 
 @pytest.mark.parametrize("answer", ANSWERS, ids=lambda a: a.__name__)
@@ -37,7 +38,7 @@ def test_the_checker_finds_what_strict_mode_refuses() -> None:
 
 def test_names_are_the_purposes_of_design_md() -> None:
     assert {a.purpose for a in ANSWERS} == {"evidence_selection", "reply_check", "memory_learn", "trust_check",
-                                            "reflect", "digest"}
+                                            "reflect", "digest", "skill_rewrite"}
 
 
 def test_reflect_demands_the_sensitive_flag_the_server_requires() -> None:

@@ -32,6 +32,7 @@ from core.replies import Reply
 from core.saving.control import Controls
 from core.saving.learn import Learner
 from core.saving.personal import ManagePersonalContext
+from core.skills.learned import LearnedSkills
 from core.tools.read_tools import ReadTools
 from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryMessages, MemoryOwners, MemoryUsage, NoConversation, QueueModel
 
@@ -72,7 +73,8 @@ async def _world(agent: QueueModel, memory: QueueModel | None = None) -> World:
     personal = ManagePersonalContext(Learner(gateway, messages, docs, clock), Controls(gateway, messages, docs, owners))
     selector = Selector(gateway, history, messages)
     deps = TurnDeps(gateway, Spending(usage, owners, clock, None), messages, owners, docs, NoConversation(),
-                    TurnTools(ReadTools(docs, messages, history), personal), clock, evidence=selector,
+                    TurnTools(ReadTools(docs, messages, history), personal, LearnedSkills(gateway, docs, clock)), clock,
+                    evidence=selector,
                     check=ReplyChecker(gateway, selector))
     sink = Sink()
     return World(owner, messages, docs, usage, deps, sink, Conductor(deps, sink), memory)
