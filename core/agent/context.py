@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from core.agent.model import Message
-from core.skills.guides import guide_lines
 from core.message import Role, StoredMessage
 from core.owner import Owner
+from core.skills.guides import guide_lines
 
 RECENT_TURNS = 20
 RECENT_CHARS = 40_000
