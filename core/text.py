@@ -6,7 +6,9 @@ folded and stemmed the same way everywhere. The stemmer is Porter's (snowballste
 the same algorithm as SQLite FTS5's ``porter`` tokenizer, so a Python-side check of
 which words a message shares with a query agrees with what the database matched.
 Stop words carry no topic; a query made only of them keeps them rather than becoming
-empty.
+empty. Porter's stemmer only cuts suffixes, so a query word also searches the irregular
+forms of the same English word ("go" finds "went" and "gone", "child" finds "children");
+together they count as one word of the query.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ MAX_QUERY_TERMS = 32  # a pasted essay still becomes a bounded query
 MAX_TERM_CHARS = 64  # longer "words" are noise (hashes, base64) and are cut
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_WORD_OR_STOP = re.compile(r"\w+|[.!?]+", re.UNICODE)
 
 STOP_WORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been
@@ -34,6 +37,44 @@ STOP_WORDS = frozenset(
     through to too under until up us ve very was we were what when where which while who
     whom why will with would y you your yours yourself yourselves""".split()
 )
+
+
+# Irregular English verbs and plurals, one word a line: base form, then its other forms.
+# Forms that are common words of their own (rose, ground, bit, lay, light) are left out.
+_IRREGULAR = """
+arise arose arisen; awake awoke awoken; beat beaten; become became; begin began begun;
+bend bent; bleed bled; blow blew blown; break broke broken; breed bred; bring brought;
+build built; burn burnt; buy bought; catch caught; choose chose chosen; cling clung;
+come came; creep crept; deal dealt; dig dug; draw drew drawn; dream dreamt;
+drink drank drunk; drive drove driven; eat ate eaten; fall fell fallen; feed fed;
+feel felt; fight fought; find found; flee fled; fly flew flown; forbid forbade forbidden;
+forget forgot forgotten; forgive forgave forgiven; freeze froze frozen; give gave given;
+go went gone; grow grew grown; hang hung; hear heard; hide hid hidden; hold held;
+keep kept; kneel knelt; know knew known; lead led; lean leant; leap leapt; learn learnt;
+leave left; lend lent; lose lost; make made; mean meant; meet met; pay paid; prove proven;
+ride rode ridden; ring rang rung; run ran; say said; see saw seen; seek sought; sell sold;
+send sent; sew sewn; shake shook shaken; shine shone; shoot shot; show shown;
+shrink shrank shrunk; sing sang sung; sink sank sunk; sit sat; sleep slept; slide slid;
+speak spoke spoken; speed sped; spend spent; spin spun; spit spat; sprang sprung;
+stand stood; steal stole stolen; stick stuck; sting stung; stink stank stunk; strike struck;
+swear swore sworn; sweep swept; swim swam swum; swing swung; take took taken; teach taught;
+tear tore torn; tell told; think thought; throw threw thrown; understand understood;
+wake woke woken; wear wore worn; weave wove woven; weep wept; win won; write wrote written;
+child children; person people; man men; woman women; mouse mice; foot feet; tooth teeth;
+goose geese
+"""
+
+
+def _forms() -> dict[str, tuple[str, ...]]:
+    forms: dict[str, tuple[str, ...]] = {}
+    for line in _IRREGULAR.split(";"):
+        family = tuple(w for w in line.split() if w not in STOP_WORDS)
+        for word in family:
+            forms[word] = family
+    return forms
+
+
+FORMS = _forms()
 
 
 @lru_cache(maxsize=1)
@@ -53,6 +94,23 @@ def words(text: str) -> list[str]:
     return [w[:MAX_TERM_CHARS] for w in _WORD.findall(folded)]
 
 
+def sentences(text: str) -> list[tuple[list[str], bool]]:
+    """The words of a text sentence by sentence, each with whether it ends in a question mark."""
+    folded = text.lower() if text.isascii() else fold(text)
+    found: list[tuple[list[str], bool]] = []
+    current: list[str] = []
+    for token in _WORD_OR_STOP.findall(folded):
+        if token[0] in ".!?":
+            if current:
+                found.append((current, "?" in token))
+                current = []
+        else:
+            current.append(token[:MAX_TERM_CHARS])
+    if current:
+        found.append((current, False))
+    return found
+
+
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
@@ -64,14 +122,27 @@ def stems(text: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class QueryTerms:
-    """The words a query searches for, and which stems they stand for."""
+    """The words a query searches for, and which stems they stand for.
 
-    terms: tuple[str, ...]
+    ``groups`` has one entry per word of the query: the word, then its irregular forms.
+    ``terms`` is every word searched (all the groups' words, each once).
+    """
+
+    groups: tuple[tuple[str, ...], ...]
     dropped: int  # words left out because the query had more than MAX_QUERY_TERMS
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(w for group in self.groups for w in group))
 
     @property
     def stems(self) -> frozenset[str]:
         return frozenset(stem(t) for t in self.terms)
+
+    @property
+    def stem_groups(self) -> tuple[frozenset[str], ...]:
+        """Each query word's stems (its own and its forms'), in query order."""
+        return tuple(frozenset(stem(w) for w in group) for group in self.groups)
 
 
 def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> QueryTerms:
@@ -81,7 +152,8 @@ def query_terms(text: str, ignore: frozenset[str] = frozenset()) -> QueryTerms:
     if not topical:
         topical = [w for w in distinct if w not in STOP_WORDS] or distinct
     kept = topical[:MAX_QUERY_TERMS]
-    return QueryTerms(tuple(kept), dropped=len(topical) - len(kept))
+    groups = tuple(tuple(dict.fromkeys((w, *FORMS.get(w, ())))) for w in kept)
+    return QueryTerms(groups, dropped=len(topical) - len(kept))
 
 
 def storable(text: str) -> str:

@@ -50,6 +50,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from core.errors import IndexFailure
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
 from core.storage.database import sqlite_file
+from core.storage.fulltext import FREQUENCY_CAP
 from core.storage.schema import messages
 from core.text import stem, words
 
@@ -423,8 +424,20 @@ class DerivedIndex:
         if not best:
             return []
         # the ids come from a file on disk: only rows of the searched thread count, whatever it holds
-        query = select(messages.c.id, messages.c.role, messages.c.text).where(
+        query = select(messages.c.id, messages.c.role, messages.c.text, messages.c.sent_at).where(
             messages.c.id.in_([i for i, _ in best]), messages.c.thread_id == scope.thread_id)
         async with self._engine.connect() as conn:
             rows = {r.id: r for r in await conn.execute(query)}
-        return [Hit(i, rows[i].role, rows[i].text, score) for i, score in best if i in rows]
+        return [Hit(i, rows[i].role, rows[i].text, score, rows[i].sent_at) for i, score in best if i in rows]
+
+    def _frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        searcher = self._opened().searcher()
+        counts = {  # as in SQL: either field, capped (a message holding it in both counts twice)
+            s: min(FREQUENCY_CAP, int(searcher.doc_freq("text", s)) + int(searcher.doc_freq("context", s)))
+            for s in dict.fromkeys(stem(t) for t in terms)
+        }
+        return max(1, int(searcher.num_docs)), counts
+
+    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The indexed documents and each stem's document frequency, text or context (in memory)."""
+        return _guarded(lambda: self._frequencies(terms))

@@ -1,47 +1,150 @@
 """Re-ranking the best keyword matches with what a conversation knows about itself.
 
-The backend's BM25 (or ts_rank_cd) scores each message alone. In a conversation a
-message's meaning leans on its neighbours: an answer ("yes, in Porto") matters because
-of the question just before it. So the top candidates are re-scored:
+The backend's BM25 (or ts_rank_cd) scores each message alone, and each backend its own
+way. The best WINDOW candidates are re-scored here, the same way for every backend, from
+their texts, their neighbours' ids and the index's document frequencies:
 
-- a message's own score is scaled by the share of the query's words it contains, so
-  one rare word does not outrank a message holding every word of the request;
-- it gains half of each adjacent match's score and a fifth of the next ones';
+- one BM25F score over three fields: the message's own words, the previous message's
+  (weight CONTEXT_WEIGHT, as the index has it) and the next message's (NEXT_WEIGHT),
+  their term frequencies added before saturation, so a word in both the message and its
+  context is not counted twice at full weight. A query word's irregular forms count as
+  that word. Neighbour texts are those of the candidates themselves: a neighbour that is
+  not a candidate holds no query word, or only a weakly matching one;
+- that score is scaled by the share of the query it covers, each word weighted by its
+  IDF, so one rare word does not outrank a message holding every word of the request,
+  and a name said in every session does not outweigh the topic;
+- a message whose matching words sit in its questions ("how long have you had them?")
+  keeps QUESTION_KEEPS of its score and hands QUESTION_GIVES to the next message: the
+  reply holds the answer;
+- when the query names a date, messages sent in that period (or the week after) count
+  DATE_BOOST times (core/history/periods.py);
+- a message gains half of each adjacent candidate's score and a fifth of the next ones':
+  the turns of one exchange support each other;
 - when the query names the owner, the owner's own messages count double, since the
   question is about what they said.
 
 The weights were tuned on LoCoMo's dev conversations (0–4) only; see tests/bench. Only
 matching messages are ranked, so ``totalMatches`` stays an exact count of messages that
-contain a query word.
+contain a query word. The cost is Python over at most WINDOW short texts plus the
+query stems' document frequencies (tantivy: in memory; SQL: one statement of capped
+counts, engine.frequencies).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from core.history.scope import Hit
-from core.text import stems
+from core.history.periods import DateHint
+from core.history.scope import CONTEXT_WEIGHT, Hit
+from core.text import sentences, stem, words
 
 WINDOW = 100  # candidates re-ranked; beyond these the backend's order continues
 NEIGHBOUR_REACH = 2
 NEIGHBOUR_WEIGHTS = (0.5, 0.2)  # adjacent, then one further away
 OWNER_NAMED_BOOST = 2.0
+NEXT_WEIGHT = 0.2  # the next message's words, in BM25F
+K1 = 0.9
+B = 0.5
+QUESTION_KEEPS = 0.7
+QUESTION_GIVES = 0.6
+DATE_BOOST = 2.0
 
 
-def coverage(text: str, query_stems: frozenset[str]) -> float:
-    if not query_stems:
-        return 1.0
-    return len(query_stems & stems(text)) / len(query_stems)
+@dataclass(frozen=True)
+class Frequencies:
+    """How many messages the index holds, and how many each stem matches (text or context)."""
+
+    documents: int
+    of: Mapping[str, int]
+
+    def idf(self, stems: frozenset[str]) -> float:
+        held = min(self.documents, sum(self.of.get(s, 0) for s in stems))
+        return math.log(1 + (self.documents - held + 0.5) / (held + 0.5))
+
+
+@dataclass
+class _Read:
+    """A candidate's text as the scoring needs it: length, query-word counts, questions."""
+
+    length: int
+    counts: list[int]  # occurrences of each query word (its group's stems)
+    asks: bool  # its query words sit mostly in its questions
+
+
+def _read(text: str, groups: Sequence[frozenset[str]], wanted: frozenset[str]) -> _Read:
+    counts = [0] * len(groups)
+    length = asked = told = 0
+    for sentence, question in sentences(text) if "?" in text else [(words(text), False)]:
+        length += len(sentence)
+        here = set()
+        for word in sentence:
+            if (s := stem(word)) in wanted:
+                here.add(s)
+                for k, group in enumerate(groups):
+                    if s in group:
+                        counts[k] += 1
+        if question:
+            asked += len(here)
+        else:
+            told += len(here)
+    return _Read(length, counts, asked > told)
 
 
 def rerank(
     hits: Sequence[Hit],
-    query_stems: frozenset[str],
+    groups: Sequence[frozenset[str]],
     around: Mapping[int, tuple[int | None, ...]],
+    frequencies: Frequencies,
     owner_named: bool,
+    dates: DateHint | None = None,
 ) -> list[int]:
-    """The hits' ids, best first; ``around`` gives each id's neighbours (before…, after…)."""
-    own = {h.id: h.score * coverage(h.text, query_stems) for h in hits}
+    """The hits' ids, best first; ``around`` gives each id's neighbours (before…, after…).
+
+    ``groups`` holds each query word's stems; ``frequencies`` their document frequencies.
+    """
+    if not hits:
+        return []
+    wanted = frozenset().union(*groups)
+    read = {h.id: _read(h.text, groups, wanted) for h in hits}
+    average = max(1.0, sum(r.length for r in read.values()) / len(read))
+    idfs = [frequencies.idf(g) for g in groups]
+    total_idf = sum(idfs) or 1.0
+    # each candidate's query-word frequencies, length-normalised (BM25's b)
+    tf = {i: [n / (1 - B + B * r.length / average) for n in r.counts] for i, r in read.items()}
+
+    def next_to(message_id: int, side: int) -> int | None:
+        near = around.get(message_id, ())
+        index = NEIGHBOUR_REACH - 1 if side < 0 else NEIGHBOUR_REACH
+        return near[index] if 0 <= index < len(near) else None
+
+    own: dict[int, float] = {}
+    for hit in hits:
+        freqs = list(tf[hit.id])  # BM25F: the fields' frequencies added, then saturated once
+        for n, weight in ((next_to(hit.id, -1), CONTEXT_WEIGHT), (next_to(hit.id, 1), NEXT_WEIGHT)):
+            if n in tf:
+                freqs = [f + weight * g for f, g in zip(freqs, tf[n], strict=True)]
+        score = covered = 0.0
+        for freq, held, idf in zip(freqs, read[hit.id].counts, idfs, strict=True):
+            if freq:
+                score += idf * freq / (K1 + freq)
+            if held:
+                covered += idf
+        own[hit.id] = score * covered / total_idf
+        if dates is not None and dates.covers(hit.sent_at):
+            own[hit.id] *= DATE_BOOST
+
+    given: dict[int, float] = {}
+    for hit in hits:
+        if read[hit.id].asks and own[hit.id]:
+            reply = next_to(hit.id, 1)
+            if reply is not None and reply in own:
+                given[reply] = given.get(reply, 0.0) + QUESTION_GIVES * own[hit.id]
+            own[hit.id] *= QUESTION_KEEPS
+    for message_id, extra in given.items():
+        own[message_id] += extra
+
     final: dict[int, float] = {}
     for hit in hits:
         score = own[hit.id]

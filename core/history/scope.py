@@ -27,6 +27,7 @@ class Hit:
     role: str
     text: str
     score: float
+    sent_at: datetime
 
 
 class Matcher(Protocol):
@@ -37,3 +38,7 @@ class Matcher(Protocol):
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]: ...
 
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]: ...
+
+    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """How many messages are indexed, and how many each word's stem matches (capped counts)."""
+        ...

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 from core.errors import IndexFailure, InvalidInput, NotFound
 from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
-from core.history.ranking import NEIGHBOUR_REACH, WINDOW, rerank
+from core.history.periods import DateHint
+from core.history.ranking import NEIGHBOUR_REACH, WINDOW, Frequencies, rerank
 from core.history.request import Order, SearchRequest, parse_request
 from core.history.scope import Matcher, Scope
 from core.message import StoredMessage
@@ -93,7 +94,7 @@ class HistorySearch:
         }
         notes = []
         if terms and terms.dropped:
-            notes.append(f"Only the first {len(terms.terms)} distinct words were searched.")
+            notes.append(f"Only the first {len(terms.groups)} distinct words were searched.")
         if deep:
             notes.append(f"Pages end after {MAX_OFFSET:,} results; narrow the search with from and to.")
         if notes:
@@ -155,19 +156,24 @@ class HistorySearch:
                 ids = await matcher.newest(terms.terms, scope, limit, offset)
             else:
                 named = bool(set(words(owner.name)) & set(words(request.query or "")))
-                ids = await self._relevance(matcher, scope, terms, named, limit, offset)
+                dates = DateHint.of(request.query or "", owner.zone)
+                ids = await self._relevance(matcher, scope, terms, named, dates, limit, offset)
         end = offset + len(ids)
         return Page(tuple(ids), total, end if end < total and ids else None)
 
     async def _relevance(
-        self, matcher: Matcher, scope: Scope, terms: QueryTerms, owner_named: bool, limit: int, offset: int
+        self, matcher: Matcher, scope: Scope, terms: QueryTerms, owner_named: bool, dates: DateHint | None,
+        limit: int, offset: int,
     ) -> list[int]:
         """One page of the relevance order: the re-ranked window first, then the backend's order."""
         if offset >= WINDOW:
             return [h.id for h in await matcher.ranked(terms.terms, scope, limit, offset)]
         hits = await matcher.ranked(terms.terms, scope, WINDOW)
+        if not hits:
+            return []
         around = await self._database.neighbours(scope.thread_id, [h.id for h in hits], NEIGHBOUR_REACH)
-        ordered = rerank(hits, terms.stems, around, owner_named)
+        documents, per_stem = await matcher.frequencies(terms.terms)
+        ordered = rerank(hits, terms.stem_groups, around, Frequencies(documents, per_stem), owner_named, dates)
         ids = ordered[offset : offset + limit]
         if len(ids) < limit and len(hits) == WINDOW:
             more = await matcher.ranked(terms.terms, scope, limit - len(ids), WINDOW)

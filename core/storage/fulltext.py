@@ -15,16 +15,17 @@ paging is stable.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, column, func, literal_column, select, table, text
+from sqlalchemy import ColumnElement, Select, and_, bindparam, column, func, literal_column, select, table, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
 from core.message import StoredMessage
 from core.storage.message_store import stored_message
 from core.storage.schema import messages
-from core.text import query_terms, stems
+from core.text import query_terms, stem, stems
 
 _fts = table("search_fts", column("rowid"))
 def _scope_filter(scope: Scope) -> ColumnElement[bool]:
@@ -120,9 +121,45 @@ async def ranked(
     best = (await conn.execute(query)).all()
     if not best:
         return []
-    found = select(messages.c.id, messages.c.role, messages.c.text).where(messages.c.id.in_([r.id for r in best]))
+    found = select(messages.c.id, messages.c.role, messages.c.text, messages.c.sent_at).where(
+        messages.c.id.in_([r.id for r in best]))
     rows = {r.id: r for r in await conn.execute(found)}
-    return [Hit(r.id, rows[r.id].role, rows[r.id].text, float(r.score)) for r in best]
+    return [Hit(r.id, rows[r.id].role, rows[r.id].text, float(r.score), rows[r.id].sent_at) for r in best]
+
+
+FREQUENCY_CAP = 2_000  # counting stops here: past it a word is common, how common matters little
+
+
+async def frequencies(conn: AsyncConnection, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """How many messages are indexed, and how many each word's stem matches (text or context).
+
+    Counted over the whole index like the backends' own BM25 statistics, each count
+    capped at FREQUENCY_CAP so that a common word costs no more than a rare one; one
+    statement for all the words. Both fields count, as the match itself does: restricting
+    PostgreSQL to the text's weight would read every matching row. The count of messages
+    is the newest id (ids only grow), which is all an IDF needs.
+    """
+    first: dict[str, str] = {}
+    for term in terms:
+        first.setdefault(stem(term), term)  # one word per stem
+    words_ = list(first.values())
+    if not words_:
+        return 1, {}
+    if conn.dialect.name == "sqlite":
+        match = "SELECT rowid FROM search_fts WHERE search_fts MATCH :m{i} LIMIT :cap"
+        params = {f"m{i}": fts5_match([w]) for i, w in enumerate(words_)}
+    else:
+        match = "SELECT 1 FROM messages WHERE search_tsv @@ to_tsquery('nod_search'::regconfig, :m{i}) LIMIT :cap"
+        params = {f"m{i}": _tsquery_word(w) for i, w in enumerate(words_)}
+    counts = ", ".join(f"(SELECT count(*) FROM ({match.format(i=i)}) AS f{i})" for i in range(len(words_)))
+    query = text(f"SELECT (SELECT coalesce(max(id), 0) FROM messages), {counts}").bindparams(cap=FREQUENCY_CAP, **params)
+    row = (await conn.execute(query)).one()
+    return max(1, int(row[0])), {stem(w): int(n) for w, n in zip(words_, row[1:], strict=True)}
+
+
+def _tsquery_word(term: str) -> str:
+    """A word as one to_tsquery operand: quoted, so nothing in it is read as an operator."""
+    return "'" + term.replace("'", "''").replace("\\", "\\\\") + "'"
 
 
 async def newest(
@@ -148,19 +185,27 @@ async def period(conn: AsyncConnection, scope: Scope, newest_first: bool, limit:
     return [r.id for r in await conn.execute(query)]
 
 
-def _step(thread_id: int, anchor: Any, later: bool, skip: int) -> Any:
+def _step(anchor: Any, later: bool, skip: int) -> Any:
     """The id of the message ``skip + 1`` places before or after ``anchor`` in the thread."""
     other = messages.alias()
     direction = other.c.id > anchor if later else other.c.id < anchor
     ordering = other.c.id if later else other.c.id.desc()
     return (
         select(other.c.id)
-        .where(and_(other.c.thread_id == thread_id, other.c.role != "tool", direction))
+        .where(and_(other.c.thread_id == bindparam("thread"), other.c.role != "tool", direction))
         .order_by(ordering)
         .limit(1)
         .offset(skip)
         .scalar_subquery()
     )
+
+
+@lru_cache(maxsize=8)
+def _neighbours_query(reach: int) -> Any:
+    """Built once per reach (building it costs more than running it); ids and thread are bound."""
+    steps = [_step(messages.c.id, False, skip).label(f"b{skip}") for skip in reversed(range(reach))]
+    steps += [_step(messages.c.id, True, skip).label(f"a{skip}") for skip in range(reach)]
+    return select(messages.c.id, *steps).where(messages.c.id.in_(bindparam("ids", expanding=True)))
 
 
 async def neighbours(
@@ -172,10 +217,7 @@ async def neighbours(
     """
     if not ids:
         return {}
-    steps = [_step(thread_id, messages.c.id, False, skip).label(f"b{skip}") for skip in reversed(range(reach))]
-    steps += [_step(thread_id, messages.c.id, True, skip).label(f"a{skip}") for skip in range(reach)]
-    query = select(messages.c.id, *steps).where(messages.c.id.in_(list(ids)))
-    rows = await conn.execute(query)
+    rows = await conn.execute(_neighbours_query(reach), {"thread": thread_id, "ids": list(ids)})
     return {row[0]: tuple(row[1:]) for row in rows}
 
 
@@ -245,6 +287,10 @@ class FullText:
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         async with self._engine.connect() as conn:
             return await newest(conn, terms, scope, limit, offset)
+
+    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        async with self._engine.connect() as conn:
+            return await frequencies(conn, terms)
 
     async def count_period(self, scope: Scope) -> int:
         async with self._engine.connect() as conn:

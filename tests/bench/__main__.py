@@ -6,6 +6,10 @@ PostgreSQL.
 
 locomo: history_search retrieval quality on LoCoMo (R@k, All@10, MRR by category).
 
+locomo-batch: the same questions through the production path, the ``nod`` CLI (``owners
+add``, ``history import``, one ``tool --batch`` process per conversation); ``--owner b``
+or ``--owner neither`` change who owns the conversation (see tests/bench/batch_locomo.py).
+
 turn: server-side turn overhead (everything but model time) with a full memory document
 and a 100,000-message thread.
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from tests.bench.batch_locomo import OWNERS, run_locomo_batch
 from tests.bench.evidence import run_evidence_bench
 from tests.bench.maintenance import run_maintenance_bench
 from tests.bench.page import run_page_bench
@@ -39,17 +44,21 @@ from tests.bench.webhooks import run_webhook_bench
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
-    parser.add_argument("suite", choices=["storage", "locomo", "scale", "turn", "maintenance", "evidence", "webhooks", "page"])
+    parser.add_argument("suite", choices=["storage", "locomo", "locomo-batch", "scale", "turn", "maintenance", "evidence",
+                                          "webhooks", "page"])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--fts5", action="store_true", help="locomo: FTS5 alone, without the derived index")
     parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
+    parser.add_argument("--owner", choices=OWNERS, default="a", help="locomo-batch: which speaker is the owner")
     args = parser.parse_args()
     if args.suite == "storage":
         asyncio.run(run_storage(args.rounds))
     elif args.suite == "locomo":
         asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split], not args.fts5))
+    elif args.suite == "locomo-batch":
+        run_locomo_batch(list(SPLITS) if args.split == "both" else [args.split], args.owner)
     elif args.suite == "evidence":
         asyncio.run(run_evidence_bench())
     elif args.suite == "maintenance":

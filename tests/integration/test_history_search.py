@@ -215,3 +215,23 @@ async def test_naming_the_owner_prefers_their_own_words(engine: AsyncEngine) -> 
     mine = await chat.say("I loved my pottery class")
     answer = await chat.search(query="What did Caroline think of the pottery class?")
     assert _ids(answer)[0] == mine
+
+
+async def test_irregular_forms_count_as_the_same_word(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    went = await chat.say("We went to Porto with the children last spring")
+    await chat.say("The weather is fine")
+    answer = await chat.search(query="when did we go with the child")  # neither word is in the text as such
+    assert _ids(answer)[0] == went and "matched_by" not in answer["results"][0]
+
+
+async def test_a_date_in_the_query_prefers_messages_sent_then(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    for day in (-40, 0, 30):
+        said = await chat.say("Dinner at the harbour", at=T0 + timedelta(days=day))
+        then = said if day == 0 else locals().get("then")
+        await chat.say("The weather is fine", at=T0 + timedelta(days=day, hours=1))
+        await chat.say("The sea is calm", at=T0 + timedelta(days=day, hours=2))
+    answer = await chat.search(query="dinner on 8 May 2024")
+    assert _ids(answer)[0] == then
+    assert answer["totalMatches"] == 6  # the date only orders: every dinner (and the message after it) still matches
