@@ -41,6 +41,7 @@ class Settings:
     twilio_whatsapp_from: str | None = None
     twilio_api_base_url: str | None = None
     json_mode: str = "json_schema"
+    json_strict: bool = True  # send strict: true with json_schema (OpenAI enforces it; Ollama, llama.cpp ignore it)
     agent_context_tokens: int | None = None
     memory_deadline_s: float = 20.0
     spending_limit_usd: float | None = 10.0
@@ -72,6 +73,7 @@ _VARIABLES = {
     "TWILIO_WHATSAPP_FROM": "twilio_whatsapp_from",
     "TWILIO_API_BASE_URL": "twilio_api_base_url",
     "NOD_JSON_MODE": "json_mode",
+    "NOD_JSON_STRICT": "json_strict",
     "NOD_AGENT_CONTEXT_TOKENS": "agent_context_tokens",
     "NOD_MEMORY_DEADLINE_SECONDS": "memory_deadline_s",
     "NOD_SPENDING_LIMIT_USD": "spending_limit_usd",
@@ -119,7 +121,18 @@ def _parse(name: str, raw: str) -> object:
         return int(raw)
     if field in ("log_text", "open_signup"):
         return raw.strip().lower() in {"1", "true", "yes", "on"}
+    if field == "json_strict":
+        return _switch(name, raw)
     return raw.strip()
+
+
+def _switch(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name} must be true or false, not {raw!r}.")
 
 
 def _positive(name: str, raw: str, allow_none: bool) -> float | None:

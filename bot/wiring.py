@@ -105,7 +105,7 @@ def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
     agent = None
     if settings.agent_model:
         client = build_client(settings.openai_base_url, settings.openai_api_key, AGENT_DEADLINE_S)
-        agent = OpenAIChatModel(client, mode)
+        agent = OpenAIChatModel(client, mode, settings.json_strict)
     memory = None
     if settings.memory_model:
         client = build_client(
@@ -113,7 +113,7 @@ def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
             settings.memory_api_key or settings.openai_api_key,
             settings.memory_deadline_s,
         )
-        memory = OpenAIChatModel(client, mode)
+        memory = OpenAIChatModel(client, mode, settings.json_strict)
     return agent, memory
 
 
@@ -171,7 +171,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         spending = Spending(usage, owners, clock, settings.spending_limit_usd)
         gateway = build_gateway(settings, usage, clock)
         small = settings.agent_context_tokens is not None and settings.agent_context_tokens < SMALL_CONTEXT_TOKENS
-        selector = Selector(gateway, history, messages, small)
+        selector = Selector(gateway, history, messages, clock, small)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
             conversation=fulltext, clock=clock,

@@ -20,7 +20,9 @@ carries it to the agent); none of them is a bug report.
     │   ├── ModelUnavailable .... unreachable, overloaded or too slow; trying later may work
     │   │   └── ModelTimeout .... the call's deadline passed
     │   ├── ModelRefused ........ the server refused the request (key, model name, input)
-    │   └── UnreadableAnswer .... the answer was not the JSON that was asked for
+    │   │   └── ModelDeclined ... the model itself declined to answer (its ``refusal``); not retried
+    │   ├── UnreadableAnswer .... the answer was not the JSON that was asked for
+    │   └── AnswerCut ........... the answer ran out of room before it ended (finish_reason "length")
     └── DeliveryFailed .......... a channel could not hand a reply to the owner
 """
 
@@ -102,6 +104,14 @@ class ModelRefused(ModelError):
 
 class UnreadableAnswer(ModelError):
     """The model's answer was not the JSON asked for (or not JSON at all)."""
+
+
+class ModelDeclined(ModelRefused):
+    """The model answered with a refusal instead of an answer; asking the same again is pointless."""
+
+
+class AnswerCut(ModelError):
+    """The answer stopped at the token limit: asking the same again would stop there again."""
 
 
 class DeliveryFailed(NodError):

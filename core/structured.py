@@ -14,6 +14,8 @@ in ``dropped``, instead of losing the whole answer to one bad note.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from typing import Any, ClassVar, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
@@ -166,6 +168,58 @@ class Answer(BaseModel):
             data[name] = kept
         data["dropped"] = dropped
         return data
+
+
+_FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.S)
+
+
+def _first_object(text: str) -> str | None:
+    """The first balanced {...} in ``text`` (strings and escapes respected), or None."""
+    start = text.find("{")
+    while start != -1:
+        depth, inside, escaped = 0, False, False
+        for end in range(start, len(text)):
+            char = text[end]
+            if inside:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    inside = False
+                continue
+            if char == '"':
+                inside = True
+            elif char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start:end + 1]
+        start = text.find("{", start + 1)
+    return None
+
+
+def json_object_in(text: str) -> dict[str, Any]:
+    """The JSON object a model answered with: bare, in a fence of any case, or amid prose.
+
+    Servers in json_object mode and models without structured output wrap it variously
+    (```JSON, a sentence before it); the first balanced object is taken, then validated by
+    the answer's model — so an odd wrapping costs nothing, and odd content is refused.
+    """
+    body = text.strip()
+    candidates = [body, *(m.group(1).strip() for m in _FENCE.finditer(body))]
+    found = _first_object(body)
+    if found is not None:
+        candidates.append(found)
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise UnreadableAnswer("The memory model's answer was not a JSON object.")
 
 
 def parse_answer(model: type[M], raw: Any) -> M:

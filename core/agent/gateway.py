@@ -11,10 +11,9 @@ usage row, so the spending check sees what was really spent.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,16 +22,20 @@ from core.agent.slots import waiting_elsewhere
 from core.agent.usage import PriceTable, UsageLedger, UsageRecord
 from core.clock import Clock
 from core.errors import (
+    AnswerCut,
     ConfigError,
+    ModelDeclined,
     ModelError,
     ModelRefused,
     ModelTimeout,
     ModelUnavailable,
     UnreadableAnswer,
 )
-from core.structured import Answer, parse_answer, strict_schema
+from core.structured import Answer, json_object_in, parse_answer, strict_schema
 
 log = logging.getLogger("nod.gateway")
+T = TypeVar("T")
+MEMORY_TEMPERATURE = 0.2  # notes and checks want the likeliest answer; Ollama's /v1 would use 1.0
 A = TypeVar("A", bound=Answer)
 AGENT = "agent"
 
@@ -46,6 +49,8 @@ class ModelRoles:
 
 
 def _outcome(error: BaseException) -> str:
+    if isinstance(error, AnswerCut):
+        return "cut"
     if isinstance(error, ModelTimeout):
         return "timeout"
     if isinstance(error, ModelUnavailable):
@@ -62,18 +67,19 @@ def _drop_late_result(task: asyncio.Task[Any]) -> None:
         task.exception()  # retrieved, so asyncio does not log "never retrieved"
 
 
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a structured answer; a ```json fence (json_object mode) is allowed."""
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.strip("`").removeprefix("json").strip()
+def _as_is(reply: ChatReply) -> ChatReply:
+    return reply
+
+
+def _read(answer: type[A], reply: ChatReply, owner_id: int) -> A:
+    if reply.cut_off:  # the same request would stop at the same limit: not asked again
+        log.warning("model_answer_cut owner=%s purpose=%s", owner_id, answer.purpose)
+        raise AnswerCut("The memory model's answer was cut off before it ended.")
     try:
-        value = json.loads(body)
-    except ValueError as exc:
-        raise UnreadableAnswer("The memory model's answer was not JSON.") from exc
-    if not isinstance(value, dict):
-        raise UnreadableAnswer("The memory model's answer was not a JSON object.")
-    return value
+        return parse_answer(answer, json_object_in(reply.text))
+    except UnreadableAnswer:
+        log.warning("model_answer_unreadable owner=%s purpose=%s chars=%s", owner_id, answer.purpose, len(reply.text))
+        raise
 
 
 class Gateway:
@@ -110,24 +116,21 @@ class Gateway:
         if self._agent is None:
             raise ConfigError("No agent model is configured (NOD_AGENT_MODEL).")
         request = ChatRequest(str(self.roles.agent_model), messages, tools)
-        return await self._call(owner_id, AGENT, self._agent, request, self.roles.agent_deadline_s)
+        return await self._call(owner_id, AGENT, self._agent, request, self.roles.agent_deadline_s, _as_is)
 
     async def ask(self, owner_id: int, answer: type[A], messages: Sequence[Message]) -> A:
         """One structured memory-model call; the answer as ``answer`` (its schema is what was asked)."""
         if self._memory is None:
             raise ConfigError("No memory model is configured (NOD_MEMORY_MODEL).")
         purpose = answer.purpose
-        request = ChatRequest(str(self.roles.memory_model), messages, schema=JsonSchema(purpose, strict_schema(answer)))
-        reply = await self._call(owner_id, purpose, self._memory, request, self.roles.memory_deadline_s)
-        try:
-            return parse_answer(answer, parse_json_object(reply.text))
-        except UnreadableAnswer:
-            log.warning("model_answer_unreadable owner=%s purpose=%s chars=%s", owner_id, purpose, len(reply.text))
-            raise
+        request = ChatRequest(str(self.roles.memory_model), messages, schema=JsonSchema(purpose, strict_schema(answer)),
+                              temperature=MEMORY_TEMPERATURE)
+        return await self._call(owner_id, purpose, self._memory, request, self.roles.memory_deadline_s,
+                                lambda reply: _read(answer, reply, owner_id))
 
-    async def _call(
-        self, owner_id: int, purpose: str, model: ChatModel, request: ChatRequest, deadline_s: float
-    ) -> ChatReply:
+    async def _call(self, owner_id: int, purpose: str, model: ChatModel, request: ChatRequest, deadline_s: float,
+                    read: Callable[[ChatReply], T]) -> T:
+        """The call, bounded by ``deadline_s``, its answer read by ``read``; one usage row whatever happens."""
         began = time.monotonic()
         task = asyncio.ensure_future(model.complete(request))
         try:
@@ -152,21 +155,32 @@ class Gateway:
             log.exception("model_adapter_failed purpose=%s", purpose)
             await self._record(owner_id, purpose, request.model, None, began, "error")
             raise ModelUnavailable("The model call failed unexpectedly.") from exc
-        await self._record(owner_id, purpose, request.model, reply, began, "ok")
-        return reply
+        try:
+            if reply.refusal:
+                log.warning("model_declined owner=%s purpose=%s chars=%s", owner_id, purpose, len(reply.refusal))
+                raise ModelDeclined("The model declined to answer this request.")
+            value = read(reply)
+        except ModelError as exc:  # answered, but not with what was asked: counted, and said so
+            await self._record(owner_id, purpose, request.model, reply, began, _outcome(exc))
+            raise
+        await self._record(owner_id, purpose, request.model, reply, began, "cut" if reply.cut_off else "ok")
+        return value
 
     async def _record(
         self, owner_id: int, purpose: str, model: str, reply: ChatReply | None, began: float, outcome: str
     ) -> None:
         tokens_in = reply.tokens_in if reply else 0
         tokens_out = reply.tokens_out if reply else 0
+        cached = reply.cached_tokens if reply else 0
         row = UsageRecord(
             owner_id=owner_id,
             purpose=purpose,
             model=(reply.model if reply and reply.model else model),
             tokens_in=tokens_in,
             tokens_out=tokens_out,
-            cost_usd=self._prices.cost(model, tokens_in, tokens_out),
+            cost_usd=self._prices.cost(model, tokens_in, tokens_out, cached),
+            cached_tokens=cached,
+            estimated=reply is not None and not reply.usage_reported,
             duration_ms=int((time.monotonic() - began) * 1000),
             outcome=outcome,
             created_at=self._clock.now(),

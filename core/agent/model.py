@@ -45,12 +45,34 @@ class JsonSchema:
 
 
 @dataclass(frozen=True)
+class Reasoning:
+    """What a thinking model said it thought, under the field its server used.
+
+    Some servers require it back on the assistant's tool-call message of later requests
+    (DeepSeek: "Missing `reasoning_content` field"); it is sent back that way only, never
+    stored and never shown to the owner.
+    """
+
+    field: str  # "reasoning_content" (DeepSeek, llama.cpp, vLLM) or "reasoning" (Ollama, vLLM)
+    text: str
+
+
+@dataclass(frozen=True)
 class ChatReply:
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
     tokens_in: int = 0
     tokens_out: int = 0
     model: str = ""
+    finish_reason: str | None = None  # "stop", "length" (cut off), "tool_calls", "content_filter", or a server's own
+    reasoning: Reasoning | None = None
+    cached_tokens: int = 0  # of tokens_in, read from the provider's prompt cache (priced lower)
+    usage_reported: bool = True  # False: the server sent no usage; the tokens are estimated
+    refusal: str | None = None  # the model declined (OpenAI's ``refusal``): not an answer
+
+    @property
+    def cut_off(self) -> bool:
+        return self.finish_reason == "length"
 
 
 @dataclass(frozen=True)
@@ -59,6 +81,7 @@ class ChatRequest:
     messages: Sequence[Message]
     tools: Sequence[ToolSpec] = ()
     schema: JsonSchema | None = None
+    temperature: float | None = None  # None: the server's default; memory calls ask for a low one
 
 
 class ChatModel(Protocol):

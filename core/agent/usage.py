@@ -2,7 +2,8 @@
 
 The rows are kept by a ``UsageLedger`` (``core.storage.usage_store`` on the database).
 
-Cost comes from a per-model price table in US dollars per million tokens (input, output).
+Cost comes from a per-model price table in US dollars per million tokens (input, output,
+and cached input: tokens the provider read from its prompt cache cost less).
 The defaults below are list prices the operator can override or extend with
 ``NOD_MODEL_PRICES``; a model missing from both costs nothing (a local Ollama or
 llama.cpp model), and the row still counts its tokens. A model name matches its longest
@@ -17,34 +18,39 @@ from datetime import datetime
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-# US dollars per million tokens (input, output), as published by OpenAI.
-DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-5": (1.25, 10.00),
-    "gpt-5-mini": (0.25, 2.00),
-    "gpt-5-nano": (0.05, 0.40),
-    "o4-mini": (1.10, 4.40),
+Price = tuple[float, float] | tuple[float, float, float]  # input, output[, cached input]
+# US dollars per million tokens (input, output, cached input), as published by OpenAI.
+DEFAULT_PRICES: Mapping[str, Price] = {
+    "gpt-4o": (2.50, 10.00, 1.25),
+    "gpt-4o-mini": (0.15, 0.60, 0.075),
+    "gpt-4.1": (2.00, 8.00, 0.50),
+    "gpt-4.1-mini": (0.40, 1.60, 0.10),
+    "gpt-4.1-nano": (0.10, 0.40, 0.025),
+    "gpt-5": (1.25, 10.00, 0.125),
+    "gpt-5-mini": (0.25, 2.00, 0.025),
+    "gpt-5-nano": (0.05, 0.40, 0.005),
+    "o4-mini": (1.10, 4.40, 0.275),
 }
 
 
 @dataclass(frozen=True)
 class PriceTable:
-    prices: Mapping[str, tuple[float, float]]
+    prices: Mapping[str, Price]
 
     @classmethod
-    def with_overrides(cls, overrides: Mapping[str, tuple[float, float]]) -> PriceTable:
+    def with_overrides(cls, overrides: Mapping[str, Price]) -> PriceTable:
         return cls({**DEFAULT_PRICES, **overrides})
 
-    def cost(self, model: str, tokens_in: int, tokens_out: int) -> float:
+    def cost(self, model: str, tokens_in: int, tokens_out: int, cached: int = 0) -> float:
+        """Dollars for a call; ``cached`` of the input tokens at the cached price (the full one if none is known)."""
         matches = [name for name in self.prices if model == name or model.startswith(name + "-")]
         if not matches:
             return 0.0
-        price_in, price_out = self.prices[max(matches, key=len)]
-        return (tokens_in * price_in + tokens_out * price_out) / 1_000_000
+        price = self.prices[max(matches, key=len)]
+        price_in, price_out = price[0], price[1]
+        price_cached = price[2] if len(price) == 3 else price_in
+        cached = min(max(cached, 0), tokens_in)
+        return ((tokens_in - cached) * price_in + cached * price_cached + tokens_out * price_out) / 1_000_000
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,10 @@ class UsageRecord:
     tokens_out: int
     cost_usd: float
     duration_ms: int
-    outcome: str  # "ok", "timeout", "unavailable", "refused", "unreadable", "stopped"
+    outcome: str  # "ok", "timeout", "unavailable", "refused", "unreadable", "cut", "stopped"
     created_at: datetime
+    cached_tokens: int = 0
+    estimated: bool = False  # the server reported no usage: tokens (and cost) are Nod's estimate
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,8 @@ class PurposeTotal:
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    cached_tokens: int = 0
+    estimated_calls: int = 0  # calls whose server reported no usage: their tokens are estimates
 
 
 def day_start(now: datetime, zone: ZoneInfo) -> datetime:
@@ -86,12 +96,21 @@ def period_key(now: datetime, zone: ZoneInfo) -> str:
 
 def render_usage(today: list[PurposeTotal], month: list[PurposeTotal], limit: float | None) -> str:
     """The ``nod usage`` table: today and this month by purpose, then the limit."""
-    lines = ["period  purpose               calls  tokens in  tokens out  cost USD"]
+    lines = ["period  purpose               calls  tokens in     cached  tokens out  cost USD  estimated"]
     for label, totals in (("today", today), ("month", month)):
         for t in totals or [PurposeTotal("(none)", 0, 0, 0, 0.0)]:
-            lines.append(f"{label:<7} {t.purpose:<21} {t.calls:>5}  {t.tokens_in:>9}  {t.tokens_out:>10}  {t.cost_usd:>8.4f}")
+            lines.append(
+                f"{label:<7} {t.purpose:<21} {t.calls:>5}  {t.tokens_in:>9}  {t.cached_tokens:>9}  {t.tokens_out:>10}"
+                f"  {t.cost_usd:>8.4f}  {t.estimated_calls:>9}"
+            )
     spent = sum(t.cost_usd for t in month)
     lines.append(f"this month: ${spent:.4f}" + ("" if limit is None else f" of a ${limit:.2f} limit"))
+    estimated = sum(t.estimated_calls for t in month)
+    if estimated:
+        lines.append(
+            f"{estimated} call(s) this month had no usage from the model server: their tokens and cost are estimates"
+            " (about four characters a token)."
+        )
     return "\n".join(lines)
 
 

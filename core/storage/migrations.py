@@ -271,6 +271,11 @@ _PAGE = (
     "CREATE INDEX page_sessions_owner ON page_sessions (owner_id)",
 )
 
+_USAGE_DETAIL = (
+    "ALTER TABLE usage ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE usage ADD COLUMN estimated BOOLEAN NOT NULL DEFAULT false",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
@@ -280,6 +285,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "owner settings by compare-and-swap", _SETTINGS_VERSION, _SETTINGS_VERSION),
     Migration(6, "memory page sign-in links and sessions", tuple(q.format(time="DATETIME") for q in _PAGE),
               tuple(q.format(time="TIMESTAMPTZ") for q in _PAGE)),
+    Migration(7, "usage: cached prompt tokens, estimated when the server reported none",
+              _USAGE_DETAIL, _USAGE_DETAIL),
 )
 
 _LEDGER = (

@@ -140,6 +140,8 @@ usage = Table(
     Column("duration_ms", Integer, nullable=False),
     Column("outcome", String, nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
+    Column("cached_tokens", Integer, nullable=False, default=0),
+    Column("estimated", Boolean, nullable=False, default=False),
 )
 
 page_links = Table(

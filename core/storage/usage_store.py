@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import case, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.agent.usage import PurposeTotal, UsageRecord
@@ -23,9 +23,10 @@ class UsageStore:
         async with writing(self._engine) as conn:
             await conn.execute(insert(usage).values(**row.__dict__))
         log.info(
-            "model_call owner=%s purpose=%s model=%s tokens_in=%s tokens_out=%s cost_usd=%.6f ms=%s outcome=%s",
-            row.owner_id, row.purpose, row.model, row.tokens_in, row.tokens_out,
-            row.cost_usd, row.duration_ms, row.outcome,
+            "model_call owner=%s purpose=%s model=%s tokens_in=%s cached=%s tokens_out=%s estimated=%s"
+            " cost_usd=%.6f ms=%s outcome=%s",
+            row.owner_id, row.purpose, row.model, row.tokens_in, row.cached_tokens, row.tokens_out,
+            row.estimated, row.cost_usd, row.duration_ms, row.outcome,
         )
 
     async def spent_since(self, owner_id: int, start: datetime) -> float:
@@ -40,6 +41,7 @@ class UsageStore:
             select(
                 usage.c.purpose, func.count(), func.sum(usage.c.tokens_in),
                 func.sum(usage.c.tokens_out), func.sum(usage.c.cost_usd),
+                func.sum(usage.c.cached_tokens), func.sum(case((usage.c.estimated, 1), else_=0)),
             )
             .where(usage.c.owner_id == owner_id, usage.c.created_at >= start)
             .group_by(usage.c.purpose)
@@ -47,4 +49,7 @@ class UsageStore:
         )
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query)).all()
-        return [PurposeTotal(r[0], int(r[1]), int(r[2] or 0), int(r[3] or 0), float(r[4] or 0.0)) for r in rows]
+        return [
+            PurposeTotal(r[0], int(r[1]), int(r[2] or 0), int(r[3] or 0), float(r[4] or 0.0), int(r[5] or 0), int(r[6] or 0))
+            for r in rows
+        ]

@@ -5,6 +5,18 @@ model name and per purpose — the json_schema name of a structured call (also f
 json_object call's prompt), or ``"chat"`` for a plain or tool-calling turn — the way
 simonw/llm's MockModel is enqueued. Every request body is kept for assertions. An empty
 queue answers with a fixed text so a test that forgot to script a call sees it plainly.
+
+By default it also enforces what real servers enforce, with their own words:
+
+- one system message, and only first (Qwen 3.5 and Mistral chat templates on vLLM and
+  llama.cpp: "System message must be at the beginning.");
+- tool-call arguments in the history are JSON objects (Ollama: "invalid tool call
+  arguments"; vLLM 0.24/0.25 answers 400 as well);
+- every tool call in the history has a tool message answering it, with string content.
+
+``reasoning_required`` plays DeepSeek's thinking mode ("Missing `reasoning_content`
+field" when an assistant tool-call message comes back without it), and
+``rejects_temperature`` an OpenAI reasoning model.
 """
 
 from __future__ import annotations
@@ -31,6 +43,12 @@ class Answer:
     raw_body: str | None = None  # sent as is: a broken server
     tokens: tuple[int, int] = (100, 20)
     ignore_cancel: bool = False  # keep "working" after the client went away
+    finish_reason: str | None = None  # None: "tool_calls" or "stop" as usual
+    reasoning: tuple[str, str] | None = None  # (field, text): "reasoning_content" or "reasoning"
+    refusal: str | None = None
+    usage: bool = True  # False: the server sends no usage at all
+    cached: int | None = None  # prompt_tokens_details.cached_tokens
+    error_message: str = "scripted failure"
 
 
 def text(content: str, **kw: Any) -> Answer:
@@ -53,6 +71,11 @@ class FakeModelServer:
     runner: web.AppRunner | None = None
     port: int = 0
     sleeping: set[asyncio.Future[None]] = field(default_factory=set)
+    system_first: bool = True
+    strict_history: bool = True
+    reasoning_required: bool = False
+    rejects_temperature: bool = False
+    refused: list[str] = field(default_factory=list)  # the rule each refused request broke
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -95,6 +118,10 @@ class FakeModelServer:
         body = await request.json()
         self.requests.append(body)
         self._arrived.set()
+        broken = self._broken_rule(body)
+        if broken is not None:
+            self.refused.append(broken)
+            return web.json_response({"error": {"message": broken, "type": "BadRequestError", "code": 400}}, status=400)
         queue = self.queues.get((body.get("model", ""), purpose_of(body)))
         answer = queue.popleft() if queue else Answer(content=UNSCRIPTED)
         if answer.delay_s:
@@ -111,9 +138,44 @@ class FakeModelServer:
         if answer.raw_body is not None:
             return web.Response(text=answer.raw_body, status=answer.status, content_type="application/json")
         if answer.status != 200:
-            error = {"error": {"message": "scripted failure", "type": "server_error", "code": None}}
+            error = {"error": {"message": answer.error_message, "type": "server_error", "code": None}}
             return web.json_response(error, status=answer.status)
         return web.json_response(_completion(body.get("model", ""), answer))
+
+
+    def _broken_rule(self, body: dict[str, Any]) -> str | None:
+        messages = body.get("messages", [])
+        if self.rejects_temperature and "temperature" in body and body["temperature"] != 1:
+            return (f"Unsupported value: 'temperature' does not support {body['temperature']} with this model. "
+                    "Only the default (1) value is supported.")
+        if self.system_first and any(m.get("role") == "system" for m in messages[1:]):
+            return "System message must be at the beginning."
+        if self.strict_history:
+            broken = _history_problem(messages)
+            if broken is not None:
+                return broken
+        if self.reasoning_required and any(m.get("role") == "assistant" and m.get("tool_calls")
+                                           and "reasoning_content" not in m for m in messages):
+            return "Missing `reasoning_content` field in the assistant message at message index 1."
+        return None
+
+
+def _history_problem(messages: list[dict[str, Any]]) -> str | None:
+    open_calls: set[str] = set()
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            try:
+                arguments = json.loads(call["function"]["arguments"])
+            except (ValueError, KeyError, TypeError):
+                return "invalid tool call arguments"
+            if not isinstance(arguments, dict):
+                return "invalid tool call arguments"
+            open_calls.add(call.get("id", ""))
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in open_calls or not isinstance(message.get("content"), str):
+                return "tool message must answer a tool call with string content"
+            open_calls.discard(message["tool_call_id"])
+    return None
 
 
 def purpose_of(body: dict[str, Any]) -> str:
@@ -130,15 +192,23 @@ def purpose_of(body: dict[str, Any]) -> str:
 
 def _completion(model: str, answer: Answer) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer.content}
+    if answer.reasoning is not None:
+        message[answer.reasoning[0]] = answer.reasoning[1]
+    if answer.refusal is not None:
+        message["refusal"] = answer.refusal
     if answer.tool_calls:
         message["tool_calls"] = [
             {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
             for i, (name, args) in enumerate(answer.tool_calls)
         ]
-    finish = "tool_calls" if answer.tool_calls else "stop"
-    return {
+    finish = answer.finish_reason or ("tool_calls" if answer.tool_calls else "stop")
+    body: dict[str, Any] = {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": answer.tokens[0], "completion_tokens": answer.tokens[1],
-                  "total_tokens": sum(answer.tokens)},
     }
+    if answer.usage:
+        body["usage"] = {"prompt_tokens": answer.tokens[0], "completion_tokens": answer.tokens[1],
+                         "total_tokens": sum(answer.tokens)}
+        if answer.cached is not None:
+            body["usage"]["prompt_tokens_details"] = {"cached_tokens": answer.cached}
+    return body
