@@ -198,7 +198,7 @@ class Conductor:
                     return
                 if late:
                     when = request.sent_at.astimezone(owner.zone).strftime("%Y-%m-%d %H:%M")
-                    await asyncio.shield(self._deliver(owner, request, sender, Reply(TOO_LATE.format(when=when))))
+                    await asyncio.shield(self._deliver(owner, request, sender, Reply(TOO_LATE.format(when=when)), notice=True))
                 else:
                     await self._run(owner, request, sender)
                 delivered = True
@@ -207,7 +207,7 @@ class Conductor:
         except Exception:  # noqa: BLE001 - the lock or the owner's row failed (the database): apologise once
             log.exception("turn_failed owner=%s message=%s", owner.id, request.id)
             if not delivered:
-                await asyncio.shield(self._deliver(owner, request, sender, Reply(TURN_FAILED)))
+                await asyncio.shield(self._deliver(owner, request, sender, Reply(TURN_FAILED), notice=True))
 
     async def _run(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         current = await self._deps_owner(owner)
@@ -220,20 +220,27 @@ class Conductor:
             raise
         except Exception:  # noqa: BLE001 - the edge of the turn: log, apologise, go on
             log.exception("turn_failed owner=%s message=%s", owner.id, request.id)
-            outcome = TurnOutcome(TURN_FAILED)
-        await asyncio.shield(self._deliver(current, request, sender, outcome.reply))
+            outcome = TurnOutcome(TURN_FAILED, notice=True)
+        await asyncio.shield(self._deliver(current, request, sender, outcome.reply, outcome.notice))
 
     async def _deps_owner(self, owner: Owner) -> Owner:
         """The owner as stored now: settings (spending, saving) may have changed since."""
         return await self._deps.owners.by_id(owner.id)
 
-    async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply) -> None:
-        """Store the reply and settle the request (one transaction), then hand it to the channel."""
+    async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply, notice: bool = False) -> None:
+        """Store the reply and settle the request (one transaction), then hand it to the channel.
+
+        A notice (an apology) settles the request without being stored: it is not something
+        Nod said in the conversation, and must not come back in later prompts as if it were.
+        """
         try:
-            stored = await self._deps.messages.answer(request.id, owner.id, NewMessage(
-                owner.id, Role.ASSISTANT, reply.text_form(), request.channel, self._deps.clock.now(),
-                origin=TurnOrigin.OWNER_MESSAGE.value))
-            if stored is None:  # answered elsewhere meanwhile, or stopped: never a second reply
+            if notice:
+                claimed = await self._deps.messages.claim(request.id, owner.id)
+            else:
+                claimed = await self._deps.messages.answer(request.id, owner.id, NewMessage(
+                    owner.id, Role.ASSISTANT, reply.text_form(), request.channel, self._deps.clock.now(),
+                    origin=TurnOrigin.OWNER_MESSAGE.value)) is not None
+            if not claimed:  # answered elsewhere meanwhile, or stopped: never a second reply
                 return
         except Exception:  # noqa: BLE001 - still answer the owner when storing the reply failed
             log.exception("reply_store_failed owner=%s", owner.id)

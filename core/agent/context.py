@@ -1,11 +1,20 @@
-"""What the agent sees at the start of a turn, assembled in one place.
+"""What the agent sees at the start of a turn, assembled in one place, in cache order.
 
-The system message holds the instructions, the current date and time in the owner's
-zone, the owner context (every saved note, then the learned skills) and the six related
-older owner messages. Then come the recent turns of the conversation, then — next to the
-request, where a model attends most — the evidence packet when there is one, and the
-request itself. Flags travel with the text: a tapped button is Nod's own wording, and
-forwarded or quoted text is not the owner's words, so the model is told which is which.
+Providers cache a request's longest unchanged beginning (OpenAI, vLLM's prefix caching,
+llama.cpp's slots, Ollama's kept context), so the prompt goes from what changes least to
+what changes every turn: the tools (sent first by the server), one system message — the
+instructions, the owner context (every saved note, then the learned skills, by name) and
+the task guides — then the recent conversation, whose window starts at an anchor that
+moves in blocks (``core.agent.window``), and only then, in the final user message, a
+labelled block of what is new this turn — the date and time in the owner's zone, related
+older messages, the evidence packet — followed by the request itself.
+
+It is exactly one system message, and it leads: Qwen 3.5 and Mistral chat templates
+refuse any other ("System message must be at the beginning."). Consecutive messages of
+one role are merged, since some templates require user and assistant to alternate.
+
+Flags travel with the text: a tapped button is Nod's own wording, and forwarded or
+quoted text is not the owner's words, so the model is told which is which.
 """
 
 from __future__ import annotations
@@ -19,8 +28,8 @@ from core.message import Role, StoredMessage
 from core.owner import Owner
 from core.skills.guides import guide_lines
 
-RECENT_TURNS = 20
 RECENT_CHARS = 40_000
+
 INSTRUCTIONS = """You are Nod, {name}'s personal assistant, talking with {name} in a chat.
 
 Memory. The owner context below lists every note you have saved about {name}, in full. \
@@ -56,9 +65,13 @@ class TurnInputs:
     now: datetime
     owner_context: str  # render_index: notes, then learned skills
     related: Sequence[StoredMessage]
-    recent: Sequence[StoredMessage]  # oldest first, the request excluded
+    recent: Sequence[StoredMessage]  # the window, oldest first, the request excluded
     request: StoredMessage
     packet: str | None = None
+
+
+CONTEXT_OPEN = "[Nod server: context for this request, not the owner's words]"
+CONTEXT_CLOSE = "[end of context; the owner's message follows]"
 
 
 def _stamp(message: StoredMessage, owner: Owner) -> str:
@@ -76,40 +89,63 @@ def _as_seen(message: StoredMessage) -> str:
 
 
 def system_message(inputs: TurnInputs) -> Message:
-    owner = inputs.owner
-    local = inputs.now.astimezone(owner.zone)
+    """The one system message: the same bytes every turn while the memory does not change."""
     parts = [
-        INSTRUCTIONS.format(name=owner.name),
-        f"Now: {local.strftime('%A %Y-%m-%d %H:%M')} ({owner.time_zone}).",
+        INSTRUCTIONS.format(name=inputs.owner.name),
         "Owner context:\n" + inputs.owner_context,
         "Task guides (read them with the skills tool):\n" + "\n".join(guide_lines()),
     ]
-    if inputs.related:
-        lines = [f"- [{m.id}, {_stamp(m, owner)}] {m.text}" for m in inputs.related]
-        parts.append("Older messages from the owner that share words with the request:\n" + "\n".join(lines))
     return {"role": "system", "content": "\n\n".join(parts)}
 
 
+def _said(message: StoredMessage) -> Message:
+    if message.role is Role.OWNER:
+        return {"role": "user", "content": f"[{message.id}] {_as_seen(message)}"}
+    return {"role": "assistant", "content": message.text}
+
+
 def _recent(inputs: TurnInputs) -> list[Message]:
+    """The window, cut from its oldest end only when it is over ``RECENT_CHARS``."""
     kept: list[Message] = []
     budget = RECENT_CHARS
     for message in reversed(inputs.recent):
         if message.role is Role.TOOL:
             continue
-        text = _as_seen(message)
-        budget -= len(text)
+        said = _said(message)
+        budget -= len(said["content"])
         if budget < 0:
             break
-        role = "user" if message.role is Role.OWNER else "assistant"
-        kept.append({"role": role, "content": f"[{message.id}] {text}" if role == "user" else text})
+        kept.append(said)
     return list(reversed(kept))
 
 
-def turn_messages(inputs: TurnInputs) -> list[Message]:
-    """The whole prompt: system, recent turns, the evidence packet, the request."""
-    messages: list[Message] = [system_message(inputs), *_recent(inputs)]
+def turn_context_block(inputs: TurnInputs) -> str:
+    """What changes every turn, labelled as the server's, for the final user message."""
+    owner = inputs.owner
+    local = inputs.now.astimezone(owner.zone)
+    parts = [CONTEXT_OPEN, f"Now: {local.strftime('%A %Y-%m-%d %H:%M')} ({owner.time_zone})."]
+    if inputs.related:
+        lines = [f"- [{m.id}, {_stamp(m, owner)}] {m.text}" for m in inputs.related]
+        parts.append("Older messages from the owner that share words with the request:\n" + "\n".join(lines))
     if inputs.packet:
-        messages.append({"role": "system", "content": "Evidence selected for this request:\n" + inputs.packet})
+        parts.append("Evidence selected for this request:\n" + inputs.packet)
+    parts.append(CONTEXT_CLOSE)
+    return "\n\n".join(parts)
+
+
+def merged(messages: Sequence[Message]) -> list[Message]:
+    """Consecutive messages of one role as one (plain text messages only)."""
+    out: list[Message] = []
+    for message in messages:
+        if out and out[-1]["role"] == message["role"] and message["role"] in ("user", "assistant"):
+            out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{message['content']}"}
+        else:
+            out.append(message)
+    return out
+
+
+def turn_messages(inputs: TurnInputs) -> list[Message]:
+    """The whole prompt: the system message, the recent window, then this turn's context and request."""
     request = inputs.request
-    messages.append({"role": "user", "content": f"[{request.id}] {_as_seen(request)}"})
-    return messages
+    final: Message = {"role": "user", "content": f"{turn_context_block(inputs)}\n\n[{request.id}] {_as_seen(request)}"}
+    return merged([system_message(inputs), *_recent(inputs), final])

@@ -10,19 +10,21 @@ a newer message) is the one thing that passes through, by design.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from core.agent.context import RECENT_TURNS, TurnInputs, turn_messages
+from core.agent.context import TurnInputs, turn_messages
 from core.agent.gateway import Gateway
 from core.agent.model import ChatReply, Message
 from core.agent.spending import Spending
 from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnTools, offered_choices
 from core.agent.turn_context import TurnContext, TurnOrigin
+from core.agent.window import RecentWindow
 from core.clock import Clock
-from core.errors import ModelError, ModelRefused, ModelTimeout
+from core.errors import ModelDeclined, ModelError, ModelRefused, ModelTimeout
 from core.memory.render import render_index
 from core.message import StoredMessage
 from core.ports import Conversation, MemoryRepository, Messages, Owners
@@ -35,8 +37,10 @@ NO_MODEL = (
     "I can't answer yet: no model is configured. The operator sets NOD_AGENT_MODEL (and "
     "OPENAI_API_KEY, or OPENAI_BASE_URL for a local server) and restarts Nod."
 )
-OUT_OF_STEPS = "You have used every tool step this turn. Answer now with what you have found."
+OUT_OF_STEPS = "[Nod server] You have used every tool step this turn. Answer now with what you have found."
 EMPTY_ANSWER = "I couldn't put an answer together just now. Could you ask again?"
+CUT_NOTE = "\n\n[My answer was cut off here: it ran past the model's length limit. Ask me to go on.]"
+CUT_EMPTY = "My answer ran past the model's length limit before I could finish it. Could you ask for less at once?"
 
 
 class EvidenceSource(Protocol):
@@ -78,14 +82,20 @@ class TurnDeps:
     evidence: EvidenceSource = NoEvidence()
     check: ReplyCheck = NoCheck()
     max_steps: int = MAX_STEPS
+    window: RecentWindow = RecentWindow()
 
 
 @dataclass(frozen=True)
 class TurnOutcome:
+    """What the owner receives. A ``notice`` (an apology, "no model") is Nod speaking about
+    itself, not conversation: it is delivered but never stored as something Nod said, so it
+    cannot come back in later prompts or evidence as if it were part of the talk."""
+
     text: str
     steps: int = 0
     reads: tuple[ToolOutcome, ...] = ()
     choices: tuple[str, ...] = ()
+    notice: bool = False
 
     @property
     def reply(self) -> Reply:
@@ -95,52 +105,79 @@ class TurnOutcome:
 def model_failure_sentence(error: ModelError) -> str:
     if isinstance(error, ModelTimeout):
         return "The model took too long to answer. Please try again."
+    if isinstance(error, ModelDeclined):
+        return "The model declined to answer that. You could put it another way."
     if isinstance(error, ModelRefused):
         return "The model server refused the request; the operator should check Nod's model settings."
     return "I couldn't get an answer from the model just now. Please try again in a moment."
 
 
+def _replayable(arguments: str) -> str:
+    """The call's arguments as sent back in the history: ``{}`` unless they are a JSON object.
+
+    Ollama ("invalid tool call arguments") and vLLM answer 400 to a history holding
+    arguments that do not parse, so the rest of the turn would fail; the tool's result
+    already tells the model what was wrong with them.
+    """
+    try:
+        return arguments if isinstance(json.loads(arguments), dict) else "{}"
+    except ValueError:
+        return "{}"
+
+
 def _assistant_calls(reply: ChatReply) -> Message:
-    return {
+    message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.text or None,
         "tool_calls": [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _replayable(c.arguments)}}
             for c in reply.tool_calls
         ],
     }
+    if reply.reasoning is not None:  # DeepSeek's thinking mode requires it back ("Missing `reasoning_content`")
+        message[reply.reasoning.field] = reply.reasoning.text
+    return message
+
+
+def _final_text(reply: ChatReply, owner_id: int) -> str:
+    """The answer's text; one cut off at the length limit says so instead of passing for whole."""
+    if not reply.cut_off:
+        return reply.text
+    log.warning("turn_answer_cut owner=%s chars=%s", owner_id, len(reply.text))
+    return reply.text.rstrip() + CUT_NOTE if reply.text.strip() else ""
 
 
 async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> TurnInputs:
-    # everything but the request, which comes last: a reply stored after it (another worker's turn) too
-    recent = [m for m in await deps.messages.recent(ctx.owner.id, RECENT_TURNS + 1) if m.id != request.id]
+    recent = await deps.window.messages(deps.messages, ctx.thread_id, request)
     oldest = min((m.id for m in recent), default=request.id)
     related = await deps.conversation.related(ctx.thread_id, request.text, oldest, RELATED_COUNT)
     packet = await deps.evidence.packet(ctx, request)
     return TurnInputs(ctx.owner, deps.clock.now(), render_index(ctx.document), related, recent, request, packet)
 
 
-async def _loop(deps: TurnDeps, ctx: TurnContext, messages: list[Message]) -> tuple[str, int, list[ToolOutcome]]:
+async def _loop(deps: TurnDeps, ctx: TurnContext, messages: list[Message]) -> tuple[ChatReply, int, list[ToolOutcome]]:
+    """Model steps until an answer without tool calls; a cut-off step's calls are never run
+    (their arguments may be cut too), so it ends the loop as a cut answer."""
     reads: list[ToolOutcome] = []
     for step in range(1, deps.max_steps + 1):
         reply = await deps.gateway.agent_step(ctx.owner.id, messages, TOOL_SPECS)
-        if not reply.tool_calls:
-            return reply.text, step, reads
+        if not reply.tool_calls or reply.cut_off:
+            return reply, step, reads
         messages.append(_assistant_calls(reply))
         for call in reply.tool_calls:
             outcome = await deps.tools.run(ctx, call)
             reads.append(outcome)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content()})
     log.info("turn_step_cap owner=%s steps=%s", ctx.owner.id, deps.max_steps)
-    messages.append({"role": "system", "content": OUT_OF_STEPS})
+    messages.append({"role": "user", "content": OUT_OF_STEPS})  # one system message only, and it leads
     reply = await deps.gateway.agent_step(ctx.owner.id, messages, ())
-    return reply.text, deps.max_steps + 1, reads
+    return reply, deps.max_steps + 1, reads
 
 
 async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> TurnOutcome:
     """Answer ``request``; the returned text is what the owner should receive."""
     if not deps.gateway.agent_configured:
-        return TurnOutcome(NO_MODEL)
+        return TurnOutcome(NO_MODEL, notice=True)
     if ctx.origin is TurnOrigin.OWNER_MESSAGE:
         raised = await deps.spending.answer(ctx.owner, request.text)
         if raised is not None:
@@ -151,12 +188,13 @@ async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> 
         return TurnOutcome(await deps.spending.ask(ctx.owner, capacity))
     messages = turn_messages(await _inputs(deps, ctx, request))
     try:
-        draft, steps, reads = await _loop(deps, ctx, messages)
+        reply, steps, reads = await _loop(deps, ctx, messages)
     except ModelError as exc:
         log.warning("turn_model_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
-        return TurnOutcome(model_failure_sentence(exc))
+        return TurnOutcome(model_failure_sentence(exc), notice=True)
+    draft = _final_text(reply, ctx.owner.id)
     if not draft.strip():
-        return TurnOutcome(EMPTY_ANSWER, steps, tuple(reads))
+        return TurnOutcome(CUT_EMPTY if reply.cut_off else EMPTY_ANSWER, steps, tuple(reads), notice=True)
     return await _checked(deps, ctx, request, Reply(draft, offered_choices(reads)), steps, tuple(reads))
 
 

@@ -21,8 +21,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from core.agent.gateway import Gateway
 from core.agent.turn_context import TurnContext, TurnOrigin
+from core.clock import Clock
 from core.errors import ConfigError, ModelError, NodError
 from core.evidence.packet import MessageRecord, NoteRecord, build_packet
 from core.history.search import HistorySearch
@@ -39,12 +42,23 @@ MAX_MESSAGES = 100
 MAX_INPUT_CHARS = 256_000
 
 
+class EvidenceSearch(BaseModel):
+    """One search of the conversation; ``from``/``to`` (dates in the owner's zone) bound it
+    when the request names a time ("last weekend" → two dates), else null."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, populate_by_name=True)
+    query: str
+    start: str | None = Field(None, alias="from")
+    end: str | None = Field(None, alias="to")
+
+
 class EvidenceChoice(Answer):
     """The first call: which notes bear on the request, which searches to run, totals or not."""
 
     purpose: ClassVar[str] = "evidence_selection"
+    ITEM_LISTS: ClassVar[tuple[str, ...]] = ("searches",)
     notes: list[str] = []
-    searches: list[str] = []
+    searches: list[EvidenceSearch] = []
     totals: bool = False
 
 
@@ -54,10 +68,14 @@ class EvidenceRanking(Answer):
     purpose: ClassVar[str] = "evidence_selection"
     notes: list[str] = []
     messages: list[int] = []
-SELECT = """Select evidence for a personal assistant's answer. Given the owner's request and their
+SELECT = """Select evidence for a personal assistant's answer. Given the owner's request, the
+conversation just before it, the current date and time in the owner's time zone, and their
 saved notes, list the note paths that bear on it (connect indirect questions to preferences
 and possessions), up to five short searches of the conversation (related concepts, names of
-sources), and whether the request asks for totals or comparisons."""
+sources; resolve words like "it" or "there" from the recent conversation), each with the
+dates it covers as from/to (YYYY-MM-DD, inclusive) when the request names a time such as
+"last weekend", else null, and whether the request asks for totals or comparisons."""
+RECENT_FOR_SELECTION = 6  # earlier messages shown to the first call, to resolve "and when is it?"
 RANK = """Rank the records for the owner's request: list the note paths and message ids that are
 evidence for the answer, most useful first. Leave out what does not bear on it."""
 
@@ -78,8 +96,10 @@ def bounded_input(payload: dict[str, Any]) -> str:
 
 
 class Selector:
-    def __init__(self, gateway: Gateway, history: HistorySearch, messages: Messages, small_context: bool = False) -> None:
+    def __init__(self, gateway: Gateway, history: HistorySearch, messages: Messages, clock: Clock,
+                 small_context: bool = False) -> None:
         self._gateway = gateway
+        self._clock = clock
         self._history = history
         self._messages = messages
         self._small = small_context
@@ -98,8 +118,7 @@ class Selector:
         try:
             chosen = await self._gateway.ask(ctx.owner.id, EvidenceChoice, [
                 {"role": "system", "content": SELECT},
-                {"role": "user", "content": bounded_input({"request": request.text,
-                                                       "notes": [{"path": e.path, "text": e.text} for e in doc.entries]})},
+                {"role": "user", "content": bounded_input(await self._selection_input(ctx, request))},
             ])
         except (ModelError, ConfigError) as exc:
             log.info("evidence_selection_skipped owner=%s error=%s", ctx.owner.id, type(exc).__name__)
@@ -112,16 +131,29 @@ class Selector:
         state.packet = await self._build(ctx, doc, paths, [found[i] for i in ids], chosen.totals, left_out)
         return state.packet
 
-    async def _search(self, ctx: TurnContext, searches: list[str], request_id: int) -> tuple[dict[int, dict[str, Any]], int]:
+    async def _selection_input(self, ctx: TurnContext, request: StoredMessage) -> dict[str, Any]:
+        zone = ctx.owner.zone
+        tail = await self._messages.thread_tail(ctx.thread_id, RECENT_FOR_SELECTION + 1)
+        recent = [{"role": m.role.value, "text": m.text[:1_000]} for m in tail if m.id != request.id]
+        return {
+            "now": self._clock.now().astimezone(zone).strftime("%A %Y-%m-%d %H:%M"),
+            "time_zone": ctx.owner.time_zone,
+            "recent": recent[-RECENT_FOR_SELECTION:],
+            "request": request.text,
+            "notes": [{"path": e.path, "text": e.text} for e in ctx.document.entries],
+        }
+
+    async def _search(self, ctx: TurnContext, searches: list[EvidenceSearch], request_id: int) -> tuple[dict[int, dict[str, Any]], int]:
         found: dict[int, dict[str, Any]] = {}
         left_out = 0
-        queries = [q for q in searches if q.strip()]
-        for query in queries[:MAX_SEARCHES]:
-            args: dict[str, Any] = {"query": query, "limit": 20}
+        for search in [s for s in searches if s.query.strip()][:MAX_SEARCHES]:
+            args: dict[str, Any] = {"query": search.query, "limit": 20}
+            args.update({k: v for k, v in (("from", search.start), ("to", search.end)) if v})
             for _ in range(MAX_PAGES):
                 try:
                     page = await self._history.search(ctx.owner, args)
-                except NodError:
+                except NodError as exc:  # a bad date from the model loses that search only
+                    log.info("evidence_search_skipped owner=%s error=%s", ctx.owner.id, type(exc).__name__)
                     break
                 for result in page["results"]:
                     if result["id"] == request_id or result["id"] in found:

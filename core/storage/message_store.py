@@ -214,6 +214,22 @@ class MessageStore:
                  owner_id, stored.id, stored.role.value, stored.channel, request_id)
         return stored
 
+    async def claim(self, request_id: int, owner_id: int) -> bool:
+        """Settle the owner's requests up to ``request_id`` without storing a reply; False when
+        the request no longer awaited (answered elsewhere, or stopped): then nothing is sent.
+
+        For a notice (an apology, "no model"): the owner receives it, but it is not
+        conversation, so it is not stored where later prompts and evidence would read it.
+        """
+        claim = update(messages).where(messages.c.id == request_id, messages.c.awaiting).values(awaiting=False)
+        async with writing(self._engine) as conn:
+            if (await conn.execute(claim)).rowcount != 1:
+                log.info("notice_not_sent owner=%s answers=%s reason=settled", owner_id, request_id)
+                return False
+            await conn.execute(self._settling(owner_id, request_id))
+        log.info("request_settled owner=%s answers=%s by=notice", owner_id, request_id)
+        return True
+
     @staticmethod
     def _settling(owner_id: int, up_to: int | None) -> Any:
         condition = and_(messages.c.owner_id == owner_id, messages.c.awaiting)
@@ -275,6 +291,26 @@ class MessageStore:
         if role is not None:
             query = query.where(messages.c.role == role.value)
         query = query.order_by(messages.c.id.desc()).limit(limit)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [stored_message(r) for r in reversed(rows)]
+
+    async def thread_count(self, thread_id: int) -> int:
+        """How many messages the thread holds (where the recent window starts)."""
+        query = select(func.count()).select_from(messages).where(messages.c.thread_id == thread_id)
+        async with self._engine.connect() as conn:
+            return int((await conn.execute(query)).scalar_one())
+
+    async def thread_tail(self, thread_id: int, limit: int) -> list[StoredMessage]:
+        """The thread's last ``limit`` messages, oldest first."""
+        if limit <= 0:
+            return []
+        query = (
+            select(messages)
+            .where(messages.c.thread_id == thread_id)
+            .order_by(messages.c.id.desc())
+            .limit(limit)
+        )
         async with self._engine.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [stored_message(r) for r in reversed(rows)]

@@ -52,6 +52,12 @@ class MemoryMessages:
         await self.settle(owner_id, request_id)
         return (await self.append(reply)).message
 
+    async def claim(self, request_id: int, owner_id: int) -> bool:
+        if not self.rows[request_id].awaiting:
+            return False
+        await self.settle(owner_id, request_id)
+        return True
+
     async def settle(self, owner_id: int, up_to: int | None = None) -> None:
         for key, row in self.rows.items():
             if row.owner_id == owner_id and row.awaiting and (up_to is None or key <= up_to):
@@ -77,6 +83,13 @@ class MemoryMessages:
         thread = await self.active_thread(owner_id)
         rows = [r for r in self.rows.values() if r.thread_id == thread and (role is None or r.role is role)]
         return sorted(rows, key=lambda r: r.id)[-limit:]
+
+    async def thread_count(self, thread_id: int) -> int:
+        return sum(1 for r in self.rows.values() if r.thread_id == thread_id)
+
+    async def thread_tail(self, thread_id: int, limit: int) -> list[StoredMessage]:
+        rows = sorted((r for r in self.rows.values() if r.thread_id == thread_id), key=lambda r: r.id)
+        return rows[-limit:] if limit > 0 else []
 
     async def owner_messages_after(self, owner_id: int, after_id: int, limit: int,
                                    sent_before: datetime) -> list[StoredMessage]:

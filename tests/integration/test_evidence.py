@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+from core.agent.context import CONTEXT_CLOSE
 from core.agent.turn_context import TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
@@ -14,8 +15,9 @@ from tests.fakes.model_server import Answer, FakeModelServer, structured, text, 
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 
 
-def select(notes: list[str], searches: list[str], totals: bool = False) -> Answer:
-    return structured({"notes": notes, "searches": searches, "totals": totals})
+def select(notes: list[str], searches: list[str], totals: bool = False, dates: tuple[str | None, str | None] = (None, None)) -> Answer:
+    asked = [{"query": q, "from": dates[0], "to": dates[1]} for q in searches]
+    return structured({"notes": notes, "searches": asked, "totals": totals})
 
 
 def rank(notes: list[str], messages: list[int]) -> Answer:
@@ -35,9 +37,13 @@ async def _setup(nod: Harness, count: int = 3, words: str = "We stayed at the ri
 
 
 def _packet(nod: Harness) -> str:
+    """The packet as the agent got it: in the labelled context block of the final user message."""
     body = nod.server.calls()[0]["messages"]
-    found = [m["content"] for m in body if m["role"] == "system" and m["content"].startswith("Evidence selected")]
-    return found[0] if found else ""
+    assert [m["role"] for m in body].count("system") == 1
+    final = body[-1]["content"]
+    if "Evidence selected for this request:" not in final:
+        return ""
+    return final.split("Evidence selected for this request:\n", 1)[1].split(CONTEXT_CLOSE, 1)[0]
 
 
 async def test_only_supplied_paths_and_ids_reach_the_packet(nod: Harness) -> None:

@@ -71,7 +71,7 @@ async def _world(agent: QueueModel, memory: QueueModel | None = None) -> World:
     gateway = Gateway(roles, agent, memory, usage, PriceTable({}), clock)
     history = HistorySearch(messages, NoConversation(), FixedKeys())
     personal = ManagePersonalContext(Learner(gateway, messages, docs, clock), Controls(gateway, messages, docs, owners))
-    selector = Selector(gateway, history, messages)
+    selector = Selector(gateway, history, messages, clock)
     deps = TurnDeps(gateway, Spending(usage, owners, clock, None), messages, owners, docs, NoConversation(),
                     TurnTools(ReadTools(docs, messages, history), personal, LearnedSkills(gateway, docs, clock)), clock,
                     evidence=selector,
