@@ -363,13 +363,15 @@ class DerivedIndex:
                 sent=_micros(_utc(row.sent_at)), digest=_digest(row)))
         writer.commit()
 
-    def _query(self, terms: Sequence[str], scope: Scope) -> Any:
+    def _query(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> Any:
         wanted = list(dict.fromkeys(stem(t) for t in terms))
         should = [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t)) for t in wanted]
-        should += [
-            (tantivy.Occur.Should, tantivy.Query.boost_query(tantivy.Query.term_query(self._schema, "context", t), CONTEXT_WEIGHT))
-            for t in wanted
-        ]
+        if not own_words:
+            should += [
+                (tantivy.Occur.Should,
+                 tantivy.Query.boost_query(tantivy.Query.term_query(self._schema, "context", t), CONTEXT_WEIGHT))
+                for t in wanted
+            ]
         words_query = tantivy.Query.boolean_query(should)
         Integer = tantivy.FieldType.Integer
         filters = [
@@ -385,19 +387,20 @@ class DerivedIndex:
         clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
         return tantivy.Query.boolean_query(clauses)
 
-    def count(self, terms: Sequence[str], scope: Scope) -> int:
-        return int(self._opened().searcher().search(self._query(terms, scope), 1, count=True).count)
+    def count(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
+        return int(self._opened().searcher().search(self._query(terms, scope, own_words), 1, count=True).count)
 
-    async def count_matches(self, terms: Sequence[str], scope: Scope) -> int:
-        return _guarded(lambda: self.count(terms, scope))
+    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
+        return _guarded(lambda: self.count(terms, scope, own_words))
 
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         return _guarded(lambda: self.newest_ids(terms, scope, limit, offset))
 
     def _top(self, terms: Sequence[str], scope: Scope, wanted: int, field: str | None) -> list[tuple[float, int]]:
-        """At least ``wanted`` hits as (key, id), read on until the key at the boundary changes."""
+        """At least ``wanted`` hits as (key, id), read on until the key at the boundary changes;
+        ordered by ``field`` (a time listing: own words only), else by score."""
         searcher = self._opened().searcher()
-        query = self._query(terms, scope)
+        query = self._query(terms, scope, own_words=field is not None)
         fetch = wanted + 16
         while True:
             if field:

@@ -33,11 +33,15 @@ class Hit:
 class Matcher(Protocol):
     """Finds and orders the messages matching a query's words: the database's index, or tantivy."""
 
-    async def count_matches(self, terms: Sequence[str], scope: Scope) -> int: ...
+    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
+        """Matches by a message's own words or its context; ``own_words``: its own words only."""
+        ...
 
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]: ...
 
-    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]: ...
+    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
+        """Messages whose own words match (never only their context), newest first."""
+        ...
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many messages are indexed, and how many each word's stem matches (capped counts)."""

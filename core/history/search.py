@@ -151,7 +151,8 @@ class HistorySearch:
             total = await self._database.count_period(scope)
             ids = await self._database.period(scope, request.order is Order.NEWEST, limit, offset)
         else:
-            total = await matcher.count_matches(terms.terms, scope)
+            # exactly what the pages list: a time listing holds only messages saying the words
+            total = await matcher.count_matches(terms.terms, scope, own_words=request.order is Order.NEWEST)
             if request.order is Order.NEWEST:
                 ids = await matcher.newest(terms.terms, scope, limit, offset)
             else:

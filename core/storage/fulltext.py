@@ -61,18 +61,26 @@ def _fts_scope_filter(scope: Scope) -> ColumnElement[bool]:
     return and_(thread == scope.thread_id, _fts.c.rowid <= scope.snapshot, *_date_filter(scope))
 
 
-def _fts_matches(terms: Sequence[str], scope: Scope, *columns: Any) -> Select[Any]:
+def _fts_matches(terms: Sequence[str], scope: Scope, *columns: Any, own_words: bool = False) -> Select[Any]:
     return (
         select(*columns)
         .select_from(_fts.join(messages, messages.c.id == _fts.c.rowid))
-        .where(text("search_fts MATCH :match").bindparams(match=fts5_match(terms)))
+        .where(text("search_fts MATCH :match").bindparams(match=fts5_match(terms, own_words)))
         .where(_fts_scope_filter(scope))
     )
 
 
-def fts5_match(terms: Sequence[str]) -> str:
-    """An FTS5 query matching any of the words, each quoted so it is only ever a word."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+def fts5_match(terms: Sequence[str], own_words: bool = False) -> str:
+    """An FTS5 query matching any of the words, each quoted so it is only ever a word;
+    ``own_words`` limits it to the message's own text (a column filter), not its context."""
+    words_ = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return f"text : ({words_})" if own_words else words_
+
+
+def _tsquery_own(terms: Sequence[str]) -> ColumnElement[Any]:
+    """Any of the words in the message's own text: lexemes labelled A (the text's weight)."""
+    return func.to_tsquery(literal_column("'nod_search'::regconfig"),
+                           " | ".join(_tsquery_word(t) + ":A" for t in terms))
 
 
 def tsquery_any(terms: Sequence[str]) -> ColumnElement[Any]:
@@ -100,7 +108,18 @@ async def snapshot(conn: AsyncConnection, thread_id: int) -> int:
     return int((await conn.execute(query)).scalar_one())
 
 
-async def count_matches(conn: AsyncConnection, terms: Sequence[str], scope: Scope) -> int:
+def _own_matching(conn: AsyncConnection, terms: Sequence[str], scope: Scope, *columns: Any) -> Select[Any]:
+    """SELECT ``columns`` of the messages whose own words match (no score: listings are by time)."""
+    if conn.dialect.name == "sqlite":
+        return _fts_matches(terms, scope, *columns, own_words=True)
+    vector: ColumnElement[Any] = literal_column("messages.search_tsv")
+    return select(*columns).where(vector.op("@@")(_tsquery_own(terms))).where(_scope_filter(scope))
+
+
+async def count_matches(conn: AsyncConnection, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
+    """How many messages match: by their own words or their context, or (``own_words``) their own only."""
+    if own_words:
+        return int((await conn.execute(_own_matching(conn, terms, scope, func.count()))).scalar_one())
     if conn.dialect.name == "sqlite":
         query = _fts_matches(terms, scope, func.count())
         return int((await conn.execute(query)).scalar_one())
@@ -165,10 +184,9 @@ def _tsquery_word(term: str) -> str:
 async def newest(
     conn: AsyncConnection, terms: Sequence[str], scope: Scope, limit: int, offset: int
 ) -> list[int]:
-    if conn.dialect.name == "sqlite":
-        query = _fts_matches(terms, scope, messages.c.id)
-    else:
-        query = _matching(conn, terms, scope, messages.c.id)
+    """The messages whose own words match, newest first: a listing by time shows what was said,
+    never a reply that only follows a matching message."""
+    query = _own_matching(conn, terms, scope, messages.c.id)
     query = query.order_by(messages.c.sent_at.desc(), messages.c.id.desc()).limit(limit).offset(offset)
     return [r.id for r in await conn.execute(query)]
 
@@ -276,9 +294,9 @@ class FullText:
         async with self._engine.connect() as conn:
             return await snapshot(conn, thread_id)
 
-    async def count_matches(self, terms: Sequence[str], scope: Scope) -> int:
+    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
         async with self._engine.connect() as conn:
-            return await count_matches(conn, terms, scope)
+            return await count_matches(conn, terms, scope, own_words)
 
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
         async with self._engine.connect() as conn:

@@ -235,3 +235,27 @@ async def test_a_date_in_the_query_prefers_messages_sent_then(engine: AsyncEngin
     answer = await chat.search(query="dinner on 8 May 2024")
     assert _ids(answer)[0] == then
     assert answer["totalMatches"] == 6  # the date only orders: every dinner (and the message after it) still matches
+
+
+async def test_a_time_listing_shows_only_messages_saying_the_words_and_counts_exactly_what_it_lists(
+        engine: AsyncEngine) -> None:
+    chat = await _chat(engine, name="maya")
+    told = await chat.say("My sister Ana found a flat in Porto")
+    reply = await chat.say("Small but bright sounds nice.", Role.ASSISTANT)  # matches "Ana" only through the previous
+    later = await chat.say("Ana starts her new job on Monday")
+    for n in range(25):
+        await chat.say(f"Filler about the weather, day {n}")
+    await chat.say("Ana called about the flat")
+    newest = await chat.search(query="Ana", order="newest", limit=2)
+    pages = _ids(newest)
+    while newest["nextCursor"]:
+        newest = await chat.search(query="Ana", order="newest", limit=2, cursor=newest["nextCursor"])
+        pages += _ids(newest)
+    assert reply not in pages and pages[-2:] == [later, told]
+    assert newest["totalMatches"] == len(pages) == 3
+    relevance = await chat.search(query="Ana", limit=20)
+    assert reply in _ids(relevance) and relevance["totalMatches"] == len(_ids(relevance)) == 5  # three say it; the reply and the first filler follow a message that does
+    flagged = {r["id"]: r.get("matched_by") for r in relevance["results"]}
+    assert flagged[reply] == "previous message" and flagged[told] is None
+    dated = await chat.search(query="Ana", order="newest", **{"from": "2024-05-08", "to": "2024-05-08"})
+    assert reply not in _ids(dated) and dated["totalMatches"] == len(_ids(dated))
