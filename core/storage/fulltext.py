@@ -249,33 +249,36 @@ async def window(conn: AsyncConnection, thread_id: int, message_id: int, each_si
 
 
 RELATED_CANDIDATES = 60
-_owner_fts = table("messages_fts", column("rowid"), column("rank"))
 
 
 async def related(conn: AsyncConnection, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]:
     """Up to ``count`` owner messages with id below ``older_than`` sharing the most words, oldest first.
 
-    Candidates come from the owner-only index (a message's own words, not its
-    neighbours'); they are ordered by how many distinct words of the request they share,
-    then by relevance, then newest first. Card titles and messages with a secret never come.
+    Candidates come from history_search's own index, by a message's own words only (the
+    text column on SQLite, weight A on PostgreSQL), not its neighbours'; they are ordered
+    by how many distinct words of the request they share, then by relevance, then newest
+    first. Card titles and messages with a secret never come.
     """
     terms = query_terms(request)
     if not terms.terms:
         return []
     base = and_(
-        messages.c.thread_id == thread_id, messages.c.role == "owner", messages.c.id < older_than,
+        messages.c.role == "owner", messages.c.id < older_than,
         messages.c.card_title.is_(False), messages.c.secret.is_(False),
     )
     if conn.dialect.name == "sqlite":
+        own_score = -func.bm25(literal_column("search_fts"), 1.0, 0.0)
         query = (
-            select(messages, (-_owner_fts.c.rank).label("score"))
-            .select_from(_owner_fts.join(messages, messages.c.id == _owner_fts.c.rowid))
-            .where(text("messages_fts MATCH :m").bindparams(m=fts5_match(terms.terms)), base)
+            select(messages, own_score.label("score"))
+            .select_from(_fts.join(messages, messages.c.id == _fts.c.rowid))
+            .where(text("search_fts MATCH :m").bindparams(m=fts5_match(terms.terms, own_words=True)), base,
+                   literal_column("+messages.thread_id") == thread_id)
         )
     else:
-        tsq = tsquery_any(terms.terms)
-        vector: ColumnElement[Any] = literal_column("messages.text_tsv")
-        query = select(messages, func.ts_rank_cd(vector, tsq).label("score")).where(vector.op("@@")(tsq), base)
+        tsq = _tsquery_own(terms.terms)
+        vector: ColumnElement[Any] = literal_column("messages.search_tsv")
+        query = select(messages, func.ts_rank_cd(vector, tsq).label("score")).where(
+            vector.op("@@")(tsq), base, messages.c.thread_id == thread_id)
     query = query.order_by(literal_column("score").desc(), messages.c.id.desc()).limit(RELATED_CANDIDATES)
     rows = (await conn.execute(query)).all()
     wanted = terms.stems

@@ -276,6 +276,19 @@ _USAGE_DETAIL = (
     "ALTER TABLE usage ADD COLUMN estimated BOOLEAN NOT NULL DEFAULT false",
 )
 
+# Related older messages now read history_search's index (own words only), so the first
+# index, kept for them alone, goes: one index to keep right instead of two.
+_SQLITE_ONE_INDEX = (
+    "DROP TRIGGER IF EXISTS messages_fts_insert",
+    "DROP TRIGGER IF EXISTS messages_fts_delete",
+    "DROP TRIGGER IF EXISTS messages_fts_update",
+    "DROP TABLE IF EXISTS messages_fts",
+)
+_POSTGRESQL_ONE_INDEX = (
+    "DROP INDEX IF EXISTS messages_text_tsv",
+    "ALTER TABLE messages DROP COLUMN IF EXISTS text_tsv",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
@@ -287,6 +300,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               tuple(q.format(time="TIMESTAMPTZ") for q in _PAGE)),
     Migration(7, "usage: cached prompt tokens, estimated when the server reported none",
               _USAGE_DETAIL, _USAGE_DETAIL),
+    Migration(10, "related messages from history_search's index; the older full-text index dropped",
+              _SQLITE_ONE_INDEX, _POSTGRESQL_ONE_INDEX),
 )
 
 _LEDGER = (

@@ -15,6 +15,7 @@ from core.errors import InvalidInput, NotFound
 from core.history.derived import DerivedIndex
 from core.message import NewMessage, Role
 from core.owner import Owner
+from core.storage.fulltext import FullText
 from core.storage.message_store import MessageStore
 from core.storage.owner_store import OwnerStore
 
@@ -254,8 +255,21 @@ async def test_a_time_listing_shows_only_messages_saying_the_words_and_counts_ex
     assert reply not in pages and pages[-2:] == [later, told]
     assert newest["totalMatches"] == len(pages) == 3
     relevance = await chat.search(query="Ana", limit=20)
-    assert reply in _ids(relevance) and relevance["totalMatches"] == len(_ids(relevance)) == 5  # three say it; the reply and the first filler follow a message that does
+    # three say it; the reply and the first filler follow a message that does
+    assert reply in _ids(relevance) and relevance["totalMatches"] == len(_ids(relevance)) == 5
     flagged = {r["id"]: r.get("matched_by") for r in relevance["results"]}
     assert flagged[reply] == "previous message" and flagged[told] is None
     dated = await chat.search(query="Ana", order="newest", **{"from": "2024-05-08", "to": "2024-05-08"})
     assert reply not in _ids(dated) and dated["totalMatches"] == len(_ids(dated))
+
+
+async def test_related_messages_come_from_the_same_index_by_the_owners_own_words(engine: AsyncEngine) -> None:
+    chat = await _chat(engine, name="maya")
+    trip = await chat.say("The boat trip in Lagos was lovely")
+    await chat.say("Boats are fun", Role.ASSISTANT)  # Nod's words never count as the owner's
+    await chat.say("It rained the whole afternoon")  # follows a matching message, says nothing of boats
+    second = await chat.say("Another trip, by train this time")
+    request = await chat.say("Find me another boat trip")
+    thread = await chat.store.active_thread(chat.owner.id)
+    found = await FullText(engine).related(thread, "Find me another boat trip", request, 6)
+    assert [m.id for m in found] == [trip, second]
