@@ -34,5 +34,6 @@ def configure_logging(level: str, log_text: bool = False) -> None:
     if not log_text:
         for handler in logging.getLogger().handlers:
             handler.addFilter(_LibraryArguments())
-    for noisy in ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg"):
+    # twilio's client logs each request's headers at INFO, about ten lines per send
+    for noisy in ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg", "twilio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -21,6 +21,7 @@ from adapters.web.app import build_app
 from adapters.web.page import PageServices
 from bot.channels import Channels, channels
 from bot.settings import Settings
+from bot.summary import start_summary
 from bot.wiring import Services, services
 from core.errors import ConfigError
 from core.maintenance.tick import next_tick
@@ -113,6 +114,8 @@ async def _serve(settings: Settings) -> None:
             # measured, a full collection over them paused the loop 130-200 ms under load
             gc.freeze()
             log.info("started host=%s port=%s", settings.host, settings.port)
+            index = svc.search_index.directory if svc.search_index else None
+            print(start_summary(settings, index), flush=True)
             print(f"Nod is listening on http://{settings.host}:{settings.port}", flush=True)
             await stop.wait()
             log.info("stopping")

@@ -32,6 +32,7 @@ class Settings:
     memory_model: str | None = None
     memory_base_url: str | None = None
     memory_api_key: str | None = None
+    transcribe_model: str | None = None
     telegram_bot_token: str | None = None
     telegram_webhook_url: str | None = None
     telegram_webhook_secret: str | None = None
@@ -64,6 +65,7 @@ _VARIABLES = {
     "NOD_MEMORY_MODEL": "memory_model",
     "NOD_MEMORY_BASE_URL": "memory_base_url",
     "NOD_MEMORY_API_KEY": "memory_api_key",
+    "NOD_TRANSCRIBE_MODEL": "transcribe_model",
     "TELEGRAM_BOT_TOKEN": "telegram_bot_token",
     "TELEGRAM_WEBHOOK_URL": "telegram_webhook_url",
     "TELEGRAM_WEBHOOK_SECRET": "telegram_webhook_secret",

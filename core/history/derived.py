@@ -144,6 +144,10 @@ class DerivedIndex:
         self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
 
     @property
+    def directory(self) -> Path:
+        return self._directory
+
+    @property
     def watermark(self) -> int:
         """The highest message id indexed."""
         self._opened()

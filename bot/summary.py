@@ -1,0 +1,87 @@
+"""What ``nod run`` says once at start: each part on or off, and the setting that turns it on.
+
+An operator who starts Nod with half a configuration should not have to read the code to
+learn why WhatsApp stays silent: every part is listed, and an "off" names the variable
+to set. Secrets never appear (the database password is masked, tokens are not shown).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sqlalchemy.engine import make_url
+
+from adapters.whatsapp.channel import PATH as WHATSAPP_PATH
+from bot.settings import Settings
+
+WIDTH = 14
+
+
+def _line(part: str, state: str) -> str:
+    return f"  {part:<{WIDTH}}{state}"
+
+
+def _server(base_url: str | None) -> str:
+    return urlsplit(base_url).netloc if base_url else "api.openai.com"
+
+
+def _telegram(s: Settings) -> str:
+    if not s.telegram_bot_token:
+        return "off: set TELEGRAM_BOT_TOKEN (from @BotFather)"
+    if s.telegram_webhook_url:
+        return f"on, webhook {s.telegram_webhook_url}"
+    return "on, polling (set TELEGRAM_WEBHOOK_URL for a webhook)"
+
+
+def _whatsapp(s: Settings) -> str:
+    needed = [name for name, value in (("TWILIO_ACCOUNT_SID", s.twilio_account_sid), ("TWILIO_AUTH_TOKEN", s.twilio_auth_token),
+                                       ("TWILIO_WHATSAPP_FROM", s.twilio_whatsapp_from), ("NOD_PUBLIC_URL", s.public_url))
+              if not value]
+    if needed:
+        return "off: set " + ", ".join(needed)
+    return f"on, Twilio from {s.twilio_whatsapp_from}, webhook {str(s.public_url).rstrip('/')}{WHATSAPP_PATH}"
+
+
+def _page(s: Settings) -> str:
+    needed = [name for name, value in (("NOD_PUBLIC_URL", s.public_url), ("NOD_SECRET_KEY", s.secret_key)) if not value]
+    if needed:
+        return "off: set " + " and ".join(needed)
+    return f"on, {str(s.public_url).rstrip('/')}/settings/memory (links from /settings)"
+
+
+def _models(s: Settings) -> list[str]:
+    agent = (f"on, {s.agent_model} at {_server(s.openai_base_url)}" if s.agent_model
+             else "off: set NOD_AGENT_MODEL (each message gets a sentence saying so)")
+    memory = (f"on, {s.memory_model} at {_server(s.memory_base_url or s.openai_base_url)}" if s.memory_model
+              else "off: set NOD_MEMORY_MODEL (nothing is saved, no evidence is selected)")
+    transcribe = (f"on, {s.transcribe_model}" if s.transcribe_model
+                  else "off: set NOD_TRANSCRIBE_MODEL (voice notes get a sentence saying so)")
+    return [_line("agent model", agent), _line("memory model", memory), _line("voice notes", transcribe)]
+
+
+def _database(s: Settings) -> str:
+    url = make_url(s.database_url)
+    if url.get_backend_name() == "sqlite":
+        return f"SQLite {Path(url.database or '').resolve()}"
+    return url.render_as_string(hide_password=True)
+
+
+def start_summary(settings: Settings, search_index: Path | None) -> str:
+    """The lines ``nod run`` prints once, before it listens."""
+    whatsapp = _whatsapp(settings)
+    lines = [
+        "Nod is starting:",
+        _line("Telegram", _telegram(settings)),
+        _line("WhatsApp", whatsapp),
+        _line("memory page", _page(settings)),
+        *_models(settings),
+        _line("maintenance", "on, hourly at minute 7 UTC" + ("" if settings.memory_model
+                                                            else " (repairs only: reflection needs NOD_MEMORY_MODEL)")),
+        _line("database", _database(settings)),
+        _line("search index", str(search_index) if search_index else "the database's own (PostgreSQL full text)"),
+    ]
+    if not settings.telegram_bot_token and whatsapp.startswith("off"):
+        lines.append("No channel is on: talk to Nod here with `nod chat --owner NAME`, or set TELEGRAM_BOT_TOKEN "
+                     "or the TWILIO_* settings.")
+    return "\n".join(lines)
