@@ -6,25 +6,38 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import load_settings
+from bot.settings import Settings, load_settings, variable_names
 from core.errors import ConfigError
 
 
-def test_defaults_are_the_embedded_setup() -> None:
-    settings = load_settings({}, env_file=None)
+@pytest.fixture
+def environ(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The process environment with none of Nod's variables, and a way to set some."""
+    for name in [*variable_names(), "NOD_MAX_CONCURRENT_TURNS"]:
+        monkeypatch.delenv(name, raising=False)
+
+    def load(values: dict[str, str], env_file: Path | None = None) -> Settings:
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+        return load_settings(env_file=env_file)
+    return load
+
+
+def test_defaults_are_the_embedded_setup(environ) -> None:  # type: ignore[no-untyped-def]
+    settings = environ({})
     assert settings.database_url == "sqlite+aiosqlite:///nod.db"
     assert (settings.host, settings.port, settings.log_text) == ("127.0.0.1", 8080, False)
 
 
-def test_env_file_is_read_and_the_environment_wins(tmp_path: Path) -> None:
+def test_env_file_is_read_and_the_environment_wins(tmp_path: Path, environ) -> None:  # type: ignore[no-untyped-def]
     env_file = tmp_path / ".env"
-    env_file.write_text("NOD_PORT=9000\nNOD_HOST=0.0.0.0\n")
-    settings = load_settings({"NOD_PORT": "9100"}, env_file=env_file)
+    env_file.write_text("NOD_PORT=9000\nNOD_HOST=0.0.0.0\nNOD_AGENT_MODEL=\n")
+    settings = environ({"NOD_PORT": "9100"}, env_file)
     assert (settings.host, settings.port) == ("0.0.0.0", 9100)
 
 
 @pytest.mark.parametrize(
-    ("environ", "named"),
+    ("given", "named"),
     [
         ({"TELEGRAM_WEBHOOK_URL": "https://x", "TELEGRAM_BOT_TOKEN": "t"}, "TELEGRAM_WEBHOOK_SECRET"),
         ({"TWILIO_ACCOUNT_SID": "AC1"}, "TWILIO_AUTH_TOKEN"),
@@ -33,13 +46,13 @@ def test_env_file_is_read_and_the_environment_wins(tmp_path: Path) -> None:
         ({"NOD_PORT": "eighty"}, "NOD_PORT"),
     ],
 )
-def test_missing_or_bad_settings_name_the_variable(environ: dict[str, str], named: str) -> None:
+def test_missing_or_bad_settings_name_the_variable(given: dict[str, str], named: str, environ) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match=named):
-        load_settings(environ, env_file=None)
+        environ(given)
 
 
-def test_a_local_model_server_needs_no_key() -> None:
-    settings = load_settings({"NOD_AGENT_MODEL": "llama3", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, env_file=None)
+def test_a_local_model_server_needs_no_key(environ) -> None:  # type: ignore[no-untyped-def]
+    settings = environ({"NOD_AGENT_MODEL": "llama3", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"})
     assert settings.agent_model == "llama3"
 
 
@@ -53,14 +66,14 @@ def test_logging_silences_libraries_that_would_log_sql_parameters() -> None:
     assert logging.getLogger("sqlalchemy.engine").getEffectiveLevel() >= logging.WARNING
 
 
-def test_model_settings_are_parsed_and_checked() -> None:
-    settings = load_settings({
+def test_model_settings_are_parsed_and_checked(environ) -> None:  # type: ignore[no-untyped-def]
+    settings = environ({
         "NOD_JSON_MODE": "json_object", "NOD_MEMORY_DEADLINE_SECONDS": "7.5",
         "NOD_SPENDING_LIMIT_USD": "none", "NOD_MODEL_PRICES": '{"llama3": [0.1, 0.2]}',
-    }, env_file=None)
+    })
     assert (settings.json_mode, settings.memory_deadline_s, settings.spending_limit_usd) == ("json_object", 7.5, None)
     assert settings.model_prices == (("llama3", 0.1, 0.2),)
-    assert load_settings({}, env_file=None).spending_limit_usd == 10.0
+    assert Settings().spending_limit_usd == 10.0
 
 
 @pytest.mark.parametrize(
@@ -72,8 +85,23 @@ def test_model_settings_are_parsed_and_checked() -> None:
         ("NOD_SPENDING_LIMIT_USD", "-3"),
         ("NOD_MODEL_PRICES", "[1, 2]"),
         ("NOD_MODEL_PRICES", '{"m": [1]}'),
+        ("NOD_JSON_STRICT", "maybe"),
+        ("NOD_WORK_SLOTS", "0"),
+        ("NOD_AGENT_CONTEXT_TOKENS", "lots"),
+        ("NOD_OPEN_SIGNUP", "perhaps"),
     ],
 )
-def test_bad_model_settings_fail_with_a_sentence_naming_the_variable(name: str, raw: str) -> None:
-    with pytest.raises(ConfigError, match=name):
-        load_settings({name: raw}, env_file=None)
+def test_bad_model_settings_fail_with_a_sentence_naming_the_variable(name: str, raw: str, environ) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match=name) as caught:
+        environ({name: raw})
+    assert str(caught.value).endswith(".") and "\n" not in str(caught.value)  # one sentence
+
+
+def test_the_older_name_of_work_slots_is_still_read_and_the_new_one_wins(environ) -> None:  # type: ignore[no-untyped-def]
+    assert environ({"NOD_MAX_CONCURRENT_TURNS": "5"}).work_slots == 5
+    assert environ({"NOD_WORK_SLOTS": "3"}).work_slots == 3
+
+
+def test_settings_made_in_code_read_nothing_from_the_environment(environ, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("NOD_PORT", "9999")
+    assert Settings().port == 8080 and Settings(port=81).port == 81
