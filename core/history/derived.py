@@ -8,12 +8,9 @@ rebuilt, and is caught up before a search by indexing every message with an id a
 its watermark (ids only grow, and a message's context — the previous message of its
 thread — is fixed when it is written, so catching up later gives the same document).
 
-Each document has the message's words and, boosted lower, the previous message's words
-(the same two fields as FTS5's ``search_fts``), the thread, the id and the sent time as
-fast fields for the scope filters. Words are folded and stemmed in Python with the Porter
-stemmer Nod uses everywhere (core/text.py), as FTS5's porter tokenizer does, and indexed
-as those stems. Score ties are broken by id, as the SQL backends do, by reading past the
-boundary until the tie ends.
+What a document holds, and how a search becomes a query, is core.history.documents:
+re-ranking reads its candidates from the index's own fields, so only the page shown is
+read from the database.
 
 The index is checked before every search, never trusted: its marker file names the
 database it was built from (the ``instance`` id in ``nod_meta``, made when the database
@@ -32,35 +29,43 @@ PostgreSQL deployments do not use it (several workers, one shared ``tsvector`` i
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import tantivy
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import IndexFailure
-from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
+from core.history.documents import (
+    ANALYZER,
+    analyzer,
+    encode_shape,
+    micros,
+    read_hits,
+    row_digest,
+    schema_of_documents,
+    stemmed,
+    utc,
+    words_query,
+)
+from core.history.ranking import shape_of
+from core.history.scope import Hit, Scope
 from core.storage.database import sqlite_file
 from core.storage.fulltext import FREQUENCY_CAP
-from core.storage.schema import messages
-from core.text import stem, words
+from core.text import stem
 
 log = logging.getLogger("nod.history.index")
 T = TypeVar("T")
-FORMAT = 3  # bump when the schema or the analyzer changes: the index is then rebuilt
-ANALYZER = "nod_words"
+FORMAT = 4  # bump when the schema or the analyzer changes: the index is then rebuilt
 BATCH = 20_000
 INLINE_GAP = 2_000  # a longer catch-up runs in the background and the database answers meanwhile
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _GAP = text(
     """SELECT m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
         WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
@@ -86,53 +91,11 @@ def _guarded(work: Callable[[], T]) -> T:
         raise IndexFailure("The search index failed; the database's own index answers instead.") from exc
 
 
-def _micros(moment: datetime) -> int:
-    return int((moment - _EPOCH).total_seconds() * 1_000_000)
-
-
-def _utc(value: Any) -> datetime:
-    """A raw row's sent time: a datetime on PostgreSQL, ISO text on SQLite."""
-    sent = value if isinstance(value, datetime) else datetime.fromisoformat(value)
-    return sent if sent.tzinfo else sent.replace(tzinfo=UTC)
-
-
-def _digest(row: Any) -> int:
-    """A fingerprint of a stored message (id, owner, thread, role, time, text), 62 bits.
-
-    The index keeps it per document; a database whose row under the same id differs —
-    restored from a backup, replaced, another file — is told apart by it.
-    """
-    parts = (row.id, row.owner_id, row.thread_id, row.role, _micros(_utc(row.sent_at)), row.text)
-    raw = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
-    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 2
-
-
-def _schema() -> Any:
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("text", tokenizer_name=ANALYZER)
-    builder.add_text_field("context", tokenizer_name=ANALYZER)
-    builder.add_integer_field("id", stored=False, indexed=True, fast=True)
-    builder.add_integer_field("thread", stored=False, indexed=True, fast=True)
-    builder.add_integer_field("sent", stored=False, indexed=True, fast=True)
-    builder.add_integer_field("digest", stored=False, indexed=False, fast=True)
-    return builder.build()
-
-
-def _analyzer() -> Any:
-    """Documents arrive as stems joined by spaces (``stemmed``): the index only splits them."""
-    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
-
-
-def stemmed(text_: str) -> str:
-    """The words Nod compares everywhere else (folded, Porter-stemmed), ready to index."""
-    return " ".join(stem(w) for w in words(text_))
-
-
 class DerivedIndex:
     def __init__(self, directory: Path, engine: AsyncEngine) -> None:
         self._directory = directory
         self._engine = engine
-        self._schema = _schema()
+        self._schema = schema_of_documents()
         self._marker = directory / "nod-format.json"
         self._index: Any | None = None  # opened on first use: `nod owners list` makes no index directory
         self._database: str | None = None
@@ -142,6 +105,7 @@ class DerivedIndex:
         self._lock = asyncio.Lock()
         self._background: asyncio.Task[None] | None = None
         self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
+        self._places: dict[int, int] = {}  # thread → the place its next message takes (``seq``)
 
     @property
     def directory(self) -> Path:
@@ -181,7 +145,7 @@ class DerivedIndex:
             shutil.rmtree(self._directory)
         self._directory.mkdir(parents=True, exist_ok=True)
         index = tantivy.Index(self._schema, path=str(self._directory), reuse=True)
-        index.register_tokenizer(ANALYZER, _analyzer())
+        index.register_tokenizer(ANALYZER, analyzer())
         if not self._marker.exists():
             self._mark(None)
         return index
@@ -295,13 +259,13 @@ class DerivedIndex:
 
     def _holds_all(self, rows: list[Any]) -> bool:
         """Each sampled row is in the index with its digest (one restored backup replaced none of them)."""
-        return all(_digest(row) == _guarded(partial(self._digest_at, int(row.id))) for row in rows)
+        return all(row_digest(row) == _guarded(partial(self._digest_at, int(row.id))) for row in rows)
 
     def _holds(self, row: Any) -> bool:
         """The message the index holds last is in the database, unchanged (trivially so when empty)."""
         if not self._watermark:
             return True
-        return row is not None and _digest(row) == _guarded(lambda: self._digest_at(self._watermark))
+        return row is not None and row_digest(row) == _guarded(lambda: self._digest_at(self._watermark))
 
     def _clear(self) -> None:
         writer = self._writer
@@ -310,6 +274,7 @@ class DerivedIndex:
         writer.commit()
         self._opened().reload()
         self._watermark = 0
+        self._places.clear()
 
     def _catch_up_in_background(self) -> None:
         if self._background is None or self._background.done():
@@ -353,43 +318,36 @@ class DerivedIndex:
         writer = self._writer
         assert writer is not None  # catching up happens only where this process may write
         try:
-            self._write(writer, rows)
+            places = self._write(writer, rows)
         except BaseException:
             writer.rollback()  # nothing half-added stays behind; the watermark did not move
             raise
         self._opened().reload()
+        self._places.update(places)
 
-    @staticmethod
-    def _write(writer: Any, rows: Sequence[Any]) -> None:
+    def _next_place(self, thread_id: int) -> int:
+        """The place the thread's next message takes: how many of its messages are indexed
+        (they are indexed in id order, so that is the count)."""
+        if thread_id not in self._places:
+            query = tantivy.Query.term_query(self._schema, "thread", thread_id)
+            self._places[thread_id] = int(self._opened().searcher().search(query, 1, count=True).count)
+        return self._places[thread_id]
+
+    def _write(self, writer: Any, rows: Sequence[Any]) -> dict[int, int]:
+        places: dict[int, int] = {}
         for row in rows:
+            thread = int(row.thread_id)
+            seq = places.get(thread, self._next_place(thread))
+            places[thread] = seq + 1
             writer.add_document(tantivy.Document(
-                text=stemmed(row.text), context=stemmed(row.context), id=int(row.id), thread=int(row.thread_id),
-                sent=_micros(_utc(row.sent_at)), digest=_digest(row)))
+                text=stemmed(row.text), context=stemmed(row.context), id=int(row.id), thread=thread,
+                sent=micros(utc(row.sent_at)), digest=row_digest(row), seq=seq, owner=int(row.role == "owner"),
+                shape=encode_shape(shape_of(row.text))))
         writer.commit()
+        return places
 
     def _query(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> Any:
-        wanted = list(dict.fromkeys(stem(t) for t in terms))
-        should = [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t)) for t in wanted]
-        if not own_words:
-            should += [
-                (tantivy.Occur.Should,
-                 tantivy.Query.boost_query(tantivy.Query.term_query(self._schema, "context", t), CONTEXT_WEIGHT))
-                for t in wanted
-            ]
-        words_query = tantivy.Query.boolean_query(should)
-        Integer = tantivy.FieldType.Integer
-        filters = [
-            tantivy.Query.term_query(self._schema, "thread", scope.thread_id),
-            tantivy.Query.range_query(self._schema, "id", Integer, None, scope.snapshot),
-        ]
-        if scope.start is not None:
-            filters.append(tantivy.Query.range_query(self._schema, "sent", Integer, _micros(scope.start), None))
-        for upper in (scope.end, scope.before):
-            if upper is not None:
-                filters.append(tantivy.Query.range_query(self._schema, "sent", Integer, None, _micros(upper), include_upper=False))
-        clauses = [(tantivy.Occur.Must, words_query)]
-        clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
-        return tantivy.Query.boolean_query(clauses)
+        return words_query(self._schema, terms, scope, own_words)
 
     def count(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
         return int(self._opened().searcher().search(self._query(terms, scope, own_words), 1, count=True).count)
@@ -400,10 +358,10 @@ class DerivedIndex:
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         return _guarded(lambda: self.newest_ids(terms, scope, limit, offset))
 
-    def _top(self, terms: Sequence[str], scope: Scope, wanted: int, field: str | None) -> list[tuple[float, int]]:
-        """At least ``wanted`` hits as (key, id), read on until the key at the boundary changes;
-        ordered by ``field`` (a time listing: own words only), else by score."""
-        searcher = self._opened().searcher()
+    def _top_hits(self, searcher: Any, terms: Sequence[str], scope: Scope, wanted: int,
+                  field: str | None) -> list[tuple[float, int, Any]]:
+        """At least ``wanted`` hits as (key, id, address), read on until the key at the boundary
+        changes; ordered by ``field`` (a time listing: own words only), else by score."""
         query = self._query(terms, scope, own_words=field is not None)
         fetch = wanted + 16
         while True:
@@ -412,30 +370,30 @@ class DerivedIndex:
             else:
                 found = searcher.search(query, fetch, count=False)
             ids = searcher.fast_field_values("id", [address for _, address in found.hits])
-            hits = [(float(key), int(i)) for (key, _), i in zip(found.hits, ids, strict=True)]
+            hits = [(float(key), int(i), address) for (key, address), i in zip(found.hits, ids, strict=True)]
             if len(hits) < fetch or wanted == 0 or hits[-1][0] != hits[wanted - 1][0]:
                 return hits
             fetch *= 4
 
-    def ranked_ids(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[tuple[int, float]]:
-        """(id, score), best first, ties by id: the same order the SQL backends give."""
-        hits = sorted(self._top(terms, scope, offset + limit, None), key=lambda h: (-h[0], h[1]))
-        return [(i, score) for score, i in hits[offset:offset + limit]]
-
     def newest_ids(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
-        hits = sorted(self._top(terms, scope, offset + limit, "sent"), key=lambda h: (-h[0], -h[1]))
-        return [i for _, i in hits[offset:offset + limit]]
+        found = self._top_hits(self._opened().searcher(), terms, scope, offset + limit, "sent")
+        hits = sorted(found, key=lambda h: (-h[0], -h[1]))
+        return [i for _, i, _ in hits[offset:offset + limit]]
+
+    def ranked_hits(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[Hit]:
+        """The best matches with what re-ranking reads, all from the index's own fields.
+
+        No text leaves the index: a hit carries its shape (stems by sentence), place in the
+        thread, time and whether the owner said it. What is shown is read from the
+        database afterwards, within the searched thread (core.history.search).
+        """
+        searcher = self._opened().searcher()
+        found = sorted(self._top_hits(searcher, terms, scope, offset + limit, None), key=lambda h: (-h[0], h[1]))
+        chosen = found[offset:offset + limit]
+        return read_hits(searcher, chosen)
 
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
-        best = _guarded(lambda: self.ranked_ids(terms, scope, limit, offset))
-        if not best:
-            return []
-        # the ids come from a file on disk: only rows of the searched thread count, whatever it holds
-        query = select(messages.c.id, messages.c.role, messages.c.text, messages.c.sent_at).where(
-            messages.c.id.in_([i for i, _ in best]), messages.c.thread_id == scope.thread_id)
-        async with self._engine.connect() as conn:
-            rows = {r.id: r for r in await conn.execute(query)}
-        return [Hit(i, rows[i].role, rows[i].text, score, rows[i].sent_at) for i, score in best if i in rows]
+        return _guarded(lambda: self.ranked_hits(terms, scope, limit, offset))
 
     def _frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         searcher = self._opened().searcher()

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.history.periods import DateHint
-from core.history.scope import CONTEXT_WEIGHT, Hit
+from core.history.scope import CONTEXT_WEIGHT, Hit, Shape
 from core.text import sentences, stem, words
 
 WINDOW = 100  # candidates re-ranked; beyond these the backend's order continues
@@ -73,14 +73,32 @@ class _Read:
     asks: bool  # its query words sit mostly in its questions
 
 
-def _read(text: str, groups: Sequence[frozenset[str]], wanted: frozenset[str]) -> _Read:
+def shape_of(text: str) -> Shape:
+    """What re-ranking reads of a text (the derived index stores it per message)."""
+    if "?" not in text:
+        return ((tuple(stem(w) for w in words(text)), False),)
+    return tuple((tuple(stem(w) for w in sentence), question) for sentence, question in sentences(text))
+
+
+def around_by_position(hits: Sequence[Hit]) -> dict[int, tuple[int | None, ...]]:
+    """Each hit's neighbours among the hits, from their places in the thread (``Hit.seq``).
+
+    Only neighbours that are candidates change a score (a message that is not one holds no
+    query word, see the module docstring), so this is all ``rerank`` reads of ``around``.
+    """
+    at = {h.seq: h.id for h in hits}
+    steps = [*range(-NEIGHBOUR_REACH, 0), *range(1, NEIGHBOUR_REACH + 1)]
+    return {h.id: tuple(at.get(h.seq + d) for d in steps) for h in hits if h.seq is not None}
+
+
+def _read(shape: Shape, groups: Sequence[frozenset[str]], wanted: frozenset[str]) -> _Read:
     counts = [0] * len(groups)
     length = asked = told = 0
-    for sentence, question in sentences(text) if "?" in text else [(words(text), False)]:
+    for sentence, question in shape:
         length += len(sentence)
         here = set()
-        for word in sentence:
-            if (s := stem(word)) in wanted:
+        for s in sentence:
+            if s in wanted:
                 here.add(s)
                 for k, group in enumerate(groups):
                     if s in group:
@@ -107,7 +125,7 @@ def rerank(
     if not hits:
         return []
     wanted = frozenset().union(*groups)
-    read = {h.id: _read(h.text, groups, wanted) for h in hits}
+    read = {h.id: _read(h.shape if h.shape is not None else shape_of(h.text), groups, wanted) for h in hits}
     average = max(1.0, sum(r.length for r in read.values()) / len(read))
     idfs = [frequencies.idf(g) for g in groups]
     total_idf = sum(idfs) or 1.0

@@ -21,13 +21,23 @@ class Scope:
     before: datetime | None = None
 
 
+# A text as re-ranking reads it: each sentence's stems, and whether it is a question.
+Shape = tuple[tuple[tuple[str, ...], bool], ...]
+
+
 @dataclass(frozen=True)
 class Hit:
+    """A match. The SQL backends give its text; the derived index gives its ``shape`` and
+    its ``seq`` (its place among the thread's messages) from its own fields instead, so
+    re-ranking needs no round trip to the database."""
+
     id: int
     role: str
     text: str
     score: float
     sent_at: datetime
+    shape: Shape | None = None
+    seq: int | None = None
 
 
 class Matcher(Protocol):

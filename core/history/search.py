@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from core.errors import IndexFailure, InvalidInput, NotFound
 from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
 from core.history.periods import DateHint
-from core.history.ranking import NEIGHBOUR_REACH, WINDOW, Frequencies, rerank
+from core.history.ranking import NEIGHBOUR_REACH, WINDOW, Frequencies, around_by_position, rerank
 from core.history.request import Order, SearchRequest, parse_request
 from core.history.scope import Matcher, Scope
 from core.message import StoredMessage
@@ -172,7 +172,10 @@ class HistorySearch:
         hits = await matcher.ranked(terms.terms, scope, WINDOW)
         if not hits:
             return []
-        around = await self._database.neighbours(scope.thread_id, [h.id for h in hits], NEIGHBOUR_REACH)
+        if all(h.seq is not None for h in hits):  # the derived index knows each one's place
+            around = around_by_position(hits)
+        else:
+            around = await self._database.neighbours(scope.thread_id, [h.id for h in hits], NEIGHBOUR_REACH)
         documents, per_stem = await matcher.frequencies(terms.terms)
         ordered = rerank(hits, terms.stem_groups, around, Frequencies(documents, per_stem), owner_named, dates)
         ids = ordered[offset : offset + limit]

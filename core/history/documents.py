@@ -1,0 +1,119 @@
+"""The derived index's documents: its schema, how a message becomes one, how a search becomes a query.
+
+Kept apart from the index's life (opening, checking, catching up: core.history.derived)
+so each reads on its own. A document holds the message's stems and, boosted lower, the
+previous message's (the two fields of FTS5's ``search_fts``), the thread, id and time as
+fast fields for the scope filters, a digest of the row (to tell another database apart),
+and what re-ranking reads — its place in the thread (``seq``), whether the owner said it,
+and its shape (stems by sentence) — so a search needs no round trip to the database
+before the page it shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import tantivy
+
+from core.history.scope import CONTEXT_WEIGHT, Hit, Scope, Shape
+from core.text import stem, words
+
+ANALYZER = "nod_words"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(moment: datetime) -> int:
+    return int((moment - _EPOCH).total_seconds() * 1_000_000)
+
+
+def utc(value: Any) -> datetime:
+    """A raw row's sent time: a datetime on PostgreSQL, ISO text on SQLite."""
+    sent = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    return sent if sent.tzinfo else sent.replace(tzinfo=UTC)
+
+
+def row_digest(row: Any) -> int:
+    """A fingerprint of a stored message (id, owner, thread, role, time, text), 62 bits.
+
+    The index keeps it per document; a database whose row under the same id differs —
+    restored from a backup, replaced, another file — is told apart by it.
+    """
+    parts = (row.id, row.owner_id, row.thread_id, row.role, micros(utc(row.sent_at)), row.text)
+    raw = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 2
+
+
+def schema_of_documents() -> Any:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("text", tokenizer_name=ANALYZER)
+    builder.add_text_field("context", tokenizer_name=ANALYZER)
+    builder.add_integer_field("id", stored=False, indexed=True, fast=True)
+    builder.add_integer_field("thread", stored=False, indexed=True, fast=True)
+    builder.add_integer_field("sent", stored=False, indexed=True, fast=True)
+    builder.add_integer_field("digest", stored=False, indexed=False, fast=True)
+    builder.add_integer_field("seq", stored=False, indexed=False, fast=True)  # place among the thread's messages
+    builder.add_integer_field("owner", stored=False, indexed=False, fast=True)  # 1: the owner's words
+    builder.add_bytes_field("shape", stored=True)  # what re-ranking reads (ranking.shape_of)
+    return builder.build()
+
+
+def encode_shape(shape: Shape) -> bytes:
+    """A shape as stored: a line per sentence, ``?`` or ``.`` then its stems (stems hold no spaces)."""
+    return "\n".join(("?" if question else ".") + " ".join(sentence) for sentence, question in shape).encode()
+
+
+def decode_shape(raw: bytes) -> Shape:
+    lines = raw.decode().split("\n") if raw else []
+    return tuple((tuple(line[1:].split()), line[:1] == "?") for line in lines)
+
+
+def analyzer() -> Any:
+    """Documents arrive as stems joined by spaces (``stemmed``): the index only splits them."""
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+
+
+def stemmed(text_: str) -> str:
+    """The words Nod compares everywhere else (folded, Porter-stemmed), ready to index."""
+    return " ".join(stem(w) for w in words(text_))
+
+
+def words_query(schema: Any, terms: Sequence[str], scope: Scope, own_words: bool = False) -> Any:
+    """Any of the words (own text, and context boosted lower unless ``own_words``) within the scope."""
+    wanted = list(dict.fromkeys(stem(t) for t in terms))
+    should = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in wanted]
+    if not own_words:
+        should += [
+            (tantivy.Occur.Should,
+             tantivy.Query.boost_query(tantivy.Query.term_query(schema, "context", t), CONTEXT_WEIGHT))
+            for t in wanted
+        ]
+    words_query = tantivy.Query.boolean_query(should)
+    Integer = tantivy.FieldType.Integer
+    filters = [
+        tantivy.Query.term_query(schema, "thread", scope.thread_id),
+        tantivy.Query.range_query(schema, "id", Integer, None, scope.snapshot),
+    ]
+    if scope.start is not None:
+        filters.append(tantivy.Query.range_query(schema, "sent", Integer, micros(scope.start), None))
+    for upper in (scope.end, scope.before):
+        if upper is not None:
+            filters.append(tantivy.Query.range_query(schema, "sent", Integer, None, micros(upper), include_upper=False))
+    clauses = [(tantivy.Occur.Must, words_query)]
+    clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
+    return tantivy.Query.boolean_query(clauses)
+
+
+def read_hits(searcher: Any, chosen: Sequence[tuple[float, int, Any]]) -> list[Hit]:
+    """(score, id, address) as Hits carrying shape, place, time and role from the index."""
+    addresses = [address for _, _, address in chosen]
+    values = {name: searcher.fast_field_values(name, addresses) for name in ("seq", "sent", "owner")}
+    hits = []
+    for n, (score, message_id, address) in enumerate(chosen):
+        shape = decode_shape(bytes(searcher.doc(address).get_first("shape") or b""))
+        sent = _EPOCH + timedelta(microseconds=int(values["sent"][n] or 0))
+        role = "owner" if values["owner"][n] else "assistant"
+        hits.append(Hit(message_id, role, "", score, sent, shape, int(values["seq"][n] or 0)))
+    return hits
