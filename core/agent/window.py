@@ -1,12 +1,16 @@
-"""Which recent messages a turn's prompt shows: a window that advances in blocks.
+"""Which recent messages a turn's prompt shows: a window whose start rarely moves.
 
 Providers cache a request's longest unchanged beginning. A window of the last N messages
 slides by one exchange every turn, so everything after the system message differs each
-time and the cache only ever covers the instructions. Here the window's first message
-stays put while the window grows from ``least`` to ``least + block - 1`` messages, then
-jumps ahead by ``block``: nine turns in ten reuse the whole earlier conversation.
+time and the cache only ever covers the instructions. Here the window starts at an
+anchor — a message whose id is a multiple of ``block`` — and keeps that start while the
+conversation grows past it, moving to a newer anchor only once that one has ``least``
+messages after it: with one owner's ids in a row, the start moves ten messages at a
+time, so nine turns in ten reuse the whole earlier conversation.
 
-The start is computed from how many messages the thread holds, not remembered, so several workers answering one owner choose the same window.
+The anchor is read from the messages themselves, not counted or remembered: several
+workers answering one owner choose the same window, and a thread of a million messages
+costs one short read of its tail.
 """
 
 from __future__ import annotations
@@ -20,18 +24,19 @@ from core.ports import Messages
 @dataclass(frozen=True)
 class RecentWindow:
     least: int = 20  # never fewer earlier messages than this, when the thread has them
-    block: int = 10  # the start moves this many messages at a time
+    block: int = 10  # anchors are ids that are multiples of this
 
-    def size(self, earlier: int) -> int:
-        """How many of the ``earlier`` messages to show: between least and least + block - 1."""
-        if earlier <= self.least:
-            return earlier
-        return self.least + (earlier - self.least) % self.block
+    def chosen(self, tail: list[StoredMessage]) -> list[StoredMessage]:
+        """The window within ``tail`` (oldest first): from the newest anchor that has at
+        least ``least`` messages after it, else the last ``least + block``."""
+        for start in range(len(tail) - self.least, -1, -1):
+            if tail[start].id % self.block == 0:
+                return tail[start:]
+        return tail[-(self.least + self.block):]
 
     async def messages(self, store: Messages, thread_id: int, request: StoredMessage) -> list[StoredMessage]:
         """The window, oldest first, without the request (which the prompt puts last). A reply
         stored after the request (another worker's turn it waited for) is part of it."""
-        others = max(await store.thread_count(thread_id) - 1, 0)
-        size = self.size(others)
-        shown = [m for m in await store.thread_tail(thread_id, size + 1) if m.id != request.id]
-        return shown[-size:] if size else []
+        reach = self.least + 2 * self.block
+        tail = [m for m in await store.thread_tail(thread_id, reach + 1) if m.id != request.id][-reach:]
+        return self.chosen(tail)

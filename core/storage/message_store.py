@@ -295,12 +295,6 @@ class MessageStore:
             rows = (await conn.execute(query)).all()
         return [stored_message(r) for r in reversed(rows)]
 
-    async def thread_count(self, thread_id: int) -> int:
-        """How many messages the thread holds (where the recent window starts)."""
-        query = select(func.count()).select_from(messages).where(messages.c.thread_id == thread_id)
-        async with self._engine.connect() as conn:
-            return int((await conn.execute(query)).scalar_one())
-
     async def thread_tail(self, thread_id: int, limit: int) -> list[StoredMessage]:
         """The thread's last ``limit`` messages, oldest first."""
         if limit <= 0:

@@ -84,9 +84,6 @@ class MemoryMessages:
         rows = [r for r in self.rows.values() if r.thread_id == thread and (role is None or r.role is role)]
         return sorted(rows, key=lambda r: r.id)[-limit:]
 
-    async def thread_count(self, thread_id: int) -> int:
-        return sum(1 for r in self.rows.values() if r.thread_id == thread_id)
-
     async def thread_tail(self, thread_id: int, limit: int) -> list[StoredMessage]:
         rows = sorted((r for r in self.rows.values() if r.thread_id == thread_id), key=lambda r: r.id)
         return rows[-limit:] if limit > 0 else []

@@ -65,8 +65,8 @@ async def test_related_older_messages_and_recent_turns_are_in_the_context(nod: H
     assert "Lagos" not in body["messages"][0]["content"]
     assert body["messages"][-1]["content"].endswith("Find me another boat trip")
     shown = "\n".join(str(m["content"]) for m in body["messages"][1:])
-    # 31 earlier messages: the window shows 21 (20, plus one of its block of 10)
-    assert "filler message 29" in shown and "filler message 9" in shown and "filler message 8" not in shown
+    # ids 1–31 came before: the window starts at the newest id divisible by 10 with 20 after it (10: filler 8)
+    assert "filler message 29" in shown and "filler message 8" in shown and "filler message 7" not in shown
 
 
 async def test_a_failing_tool_goes_back_to_the_model_as_a_result(nod: Harness) -> None:

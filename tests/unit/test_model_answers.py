@@ -1,6 +1,8 @@
-"""Reading what models answer: JSON in any wrapping, and the recent window's block steps."""
+"""Reading what models answer: JSON in any wrapping; and the recent window's stable start."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pytest
 
@@ -32,9 +34,23 @@ def test_anything_else_is_unreadable(raw: str) -> None:
         json_object_in(raw)
 
 
-def test_the_window_grows_to_a_block_then_jumps_so_its_start_rarely_moves() -> None:
+def _tail(first: int, last: int) -> list[SimpleNamespace]:
+    return [SimpleNamespace(id=i) for i in range(first, last + 1)]
+
+
+def test_the_window_keeps_its_start_for_ten_messages_then_jumps() -> None:
     window = RecentWindow(least=20, block=10)
-    sizes = [window.size(n) for n in (0, 5, 20, 21, 29, 30, 31, 39, 40)]
-    assert sizes == [0, 5, 20, 21, 29, 20, 21, 29, 20]
-    starts = {n - window.size(n) for n in range(30, 40)}
-    assert starts == {10}  # ten turns' worth of messages share one start, so one cached prefix
+    starts = []
+    for newest in range(40, 80):  # one message more each time, the last 40 read
+        chosen = window.chosen(_tail(newest - 39, newest))  # type: ignore[arg-type]
+        assert 20 <= len(chosen) <= 29
+        starts.append(chosen[0].id)
+    assert starts == [(n - 19) // 10 * 10 for n in range(40, 80)]  # a start moves once per ten messages
+    assert len(set(starts)) == 4
+
+
+def test_a_short_thread_is_shown_whole_and_a_tail_without_anchor_shows_its_last_thirty() -> None:
+    window = RecentWindow(least=20, block=10)
+    assert [m.id for m in window.chosen(_tail(1, 7))] == list(range(1, 8))  # type: ignore[arg-type]
+    no_anchor = [SimpleNamespace(id=i * 10 + 1) for i in range(40)]
+    assert len(window.chosen(no_anchor)) == 30  # type: ignore[arg-type]
