@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit
 
@@ -137,23 +138,57 @@ def _invisible() -> dict[int, None]:
     return dict.fromkeys(i for i in range(0x110000) if unicodedata.category(chr(i)) == "Cf")
 
 
+_DIGIT = re.compile(r"\d")
+_KEY_MARKS = ("AKIA", "ASIA", "sk-", "_", "xox", "AIza", "glpat-", "eyJ")  # every provider key holds one
+_PASSWORD_MARKS = ("pass", "pwd", "pin", "senha", "contrase")  # every password word holds one
+
+
+@dataclass(frozen=True)
+class _Marks:
+    """Which patterns can match at all, from substrings each of them needs.
+
+    Only for ASCII text (case-insensitive patterns and ``str.lower`` agree there); other
+    text runs every pattern. Importing a million messages checks each one, so a message
+    with no digit, no slash and no key-like mark costs one pass instead of a dozen.
+    """
+
+    digits: bool = True
+    pem: bool = True
+    keys: bool = True
+    aws: bool = True
+    bearer: bool = True
+    password: bool = True
+    links: bool = True
+
+    @classmethod
+    def of(cls, text: str) -> _Marks:
+        if not text.isascii():
+            return cls()
+        lowered = text.lower()
+        return cls(digits=_DIGIT.search(text) is not None, pem="-----BEGIN " in text,
+                   keys=any(m in text for m in _KEY_MARKS), aws="aws" in lowered, bearer="bearer" in lowered,
+                   password=any(m in lowered for m in _PASSWORD_MARKS), links="/" in text)
+
+
 def find_secret(text: str) -> str | None:
     """The kind of secret ``text`` holds, or None. Never returns the secret itself."""
     text = _seen(text)
-    if _has_card(text):
+    marks = _Marks.of(text)
+    if marks.digits and _has_card(text):
         return "card number"
-    if _PEM.search(text):
+    if marks.pem and _PEM.search(text):
         return "private key"
-    if _PROVIDER_KEYS.search(text) or _AWS_SECRET.search(text):
+    if (marks.keys and _PROVIDER_KEYS.search(text)) or (marks.aws and _AWS_SECRET.search(text)):
         return "key or token"
-    if _BEARER.search(text):
+    if marks.bearer and _BEARER.search(text):
         return "bearer token"
-    if _PASSWORD.search(text) or _PASSWORD_TOKEN.search(text) or _PIN.search(text):
+    if marks.password and (_PASSWORD.search(text) or _PASSWORD_TOKEN.search(text) or _PIN.search(text)):
         return "password"
-    links = _URL.findall(text) + ["https://" + bare for bare in _BARE_URL.findall(_URL.sub(" ", text))]
-    if any(_login_link(url) for url in links):
-        return "link with a login"
-    without_urls = _URL.sub(" ", text)
+    if marks.links:
+        links = _URL.findall(text) + ["https://" + bare for bare in _BARE_URL.findall(_URL.sub(" ", text))]
+        if any(_login_link(url) for url in links):
+            return "link with a login"
+    without_urls = _URL.sub(" ", text) if marks.links else text
     if any(_looks_random(t) for t in _LONG_TOKEN.findall(without_urls)):
         return "key or token"
     return None
