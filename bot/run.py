@@ -49,7 +49,8 @@ def page_services(svc: Services) -> PageServices | None:
     """What the memory page needs, when it is on."""
     if svc.page is None:
         return None
-    return PageServices(svc.page, svc.edits, svc.memory, svc.owners, svc.messages, svc.clock, svc.page.secure)
+    return PageServices(svc.page, svc.edits, svc.memory, svc.owners, svc.messages, svc.clock, svc.page.secure,
+                        svc.gmail, svc.gmail_off)
 
 
 async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:

@@ -40,6 +40,10 @@ class Settings:
     twilio_auth_token: str | None = None
     twilio_whatsapp_from: str | None = None
     twilio_api_base_url: str | None = None
+    google_client_id: str | None = None
+    google_client_secret: str | None = None
+    google_oauth_base_url: str | None = None  # a test server for Google's OAuth endpoints
+    gmail_api_base_url: str | None = None  # a test server for the Gmail API
     json_mode: str = "json_schema"
     json_strict: bool = True  # send strict: true with json_schema (OpenAI enforces it; Ollama, llama.cpp ignore it)
     agent_context_tokens: int | None = None
@@ -72,6 +76,10 @@ _VARIABLES = {
     "TWILIO_AUTH_TOKEN": "twilio_auth_token",
     "TWILIO_WHATSAPP_FROM": "twilio_whatsapp_from",
     "TWILIO_API_BASE_URL": "twilio_api_base_url",
+    "GOOGLE_CLIENT_ID": "google_client_id",
+    "GOOGLE_CLIENT_SECRET": "google_client_secret",
+    "GOOGLE_OAUTH_BASE_URL": "google_oauth_base_url",
+    "GMAIL_API_BASE_URL": "gmail_api_base_url",
     "NOD_JSON_MODE": "json_mode",
     "NOD_JSON_STRICT": "json_strict",
     "NOD_AGENT_CONTEXT_TOKENS": "agent_context_tokens",
@@ -91,6 +99,9 @@ _REQUIRED_WHEN = (
     ("TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"),
     ("TWILIO_ACCOUNT_SID", "TWILIO_WHATSAPP_FROM"),
     ("TWILIO_ACCOUNT_SID", "NOD_PUBLIC_URL"),
+    ("GOOGLE_CLIENT_ID", "GOOGLE_CLIENT_SECRET"),
+    ("GOOGLE_CLIENT_ID", "NOD_SECRET_KEY"),  # seals the refresh token and signs the page the button is on
+    ("GOOGLE_CLIENT_ID", "NOD_PUBLIC_URL"),  # Google redirects the browser to NOD_PUBLIC_URL/oauth/google/callback
 )
 
 
