@@ -46,7 +46,7 @@ def _decode(data: str | None) -> str:
 
 def _html_text(markup: str) -> str:
     markup = _QUOTED_HTML.sub("", _DROPPED.sub("", markup))
-    return html.unescape(_TAG.sub("", _BLOCK.sub("\n", markup)))
+    return html.unescape(_TAG.sub("", _BLOCK.sub("\n", markup))).strip()
 
 
 def _parts(part: dict[str, Any]) -> list[dict[str, Any]]:
