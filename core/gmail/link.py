@@ -97,6 +97,7 @@ class GmailLink:
         found = await self._connections.get(owner_id)
         if found is None:
             raise NotFound("Gmail is not connected.")
+        await self._runs.cancel(owner_id)
         revoked = False
         try:
             revoked = await self._accounts.revoke(self._cipher.open(found.sealed_token))

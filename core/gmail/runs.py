@@ -52,6 +52,13 @@ class StyleRuns:
             return None
         return await self.run_now(owner_id)
 
+    async def cancel(self, owner_id: int) -> None:
+        """Stop the owner's run, if one is going (Gmail was disconnected: nothing more is read or saved)."""
+        task = self._tasks.get(owner_id)
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
     async def close(self) -> None:
         tasks = list(self._tasks.values())
         for task in tasks:

@@ -147,7 +147,8 @@ class StyleLearner:
         saved = (await self._memory.apply(owner_id, lambda doc: save_style(doc, style, now))).result
         if not saved.saved:
             return report(True, saved.why_not or "Not saved.")
-        return report(True, f"Learned from {len(samples.texts)} sent emails.", saved=True)
+        count = len(samples.texts)
+        return report(True, f"Learned from {count} sent email{'s' if count != 1 else ''}.", saved=True)
 
     async def _describe(self, owner_id: int, samples: Samples) -> str | None:
         """The model's description once the server's check passes it; asked twice at most."""
