@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from aiohttp import web
 
-from adapters.web.app import build_app
+from adapters.web.app import PathOnlyAccessLog, build_app
 from adapters.web.page import PageServices
 from bot.channels import Channels, channels
 from bot.settings import Settings
@@ -100,7 +100,8 @@ async def _serve(settings: Settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with services(settings) as svc, channels(settings, svc) as running:
-        runner = web.AppRunner(build_app(svc.health.problem, running.webhooks, page_services(svc)), handle_signals=False)
+        runner = web.AppRunner(build_app(svc.health.problem, running.webhooks, page_services(svc)), handle_signals=False,
+                               access_log_class=PathOnlyAccessLog)
         await runner.setup()
         site = web.TCPSite(runner, settings.host, settings.port)
         warming = asyncio.create_task(svc.search_index.warm()) if svc.search_index else None

@@ -6,7 +6,8 @@ no-reply address, anything with bulk headers: ``List-Unsubscribe``, ``List-Id``,
 ``Precedence: bulk``, ``Auto-Submitted``), forwarded mail (someone else's words), and mail
 holding a secret (a card number or a password has no business reaching a model) — and from
 the rest the quoted part is cut: ``>`` lines, and everything from an "On … wrote:" line
-(or its Outlook and other-language forms) on, which is the reply history. Pure functions:
+(or its Outlook and other-language forms) on, which is the reply history, and the
+signature block after a ``--`` line (contact details, not style). Pure functions:
 the same mails give the same samples, and tests need no server.
 """
 
@@ -36,11 +37,12 @@ _FORWARDED_BODY = re.compile(
     re.I | re.M)
 # where the reply history starts: everything from here on is someone else's, or older
 _HISTORY = re.compile(
-    r"^[ \t]*(on\b[^\n]{0,300}?(\n[^\n]{0,200}?)?\bwrote:|"
-    r"em\b[^\n]{0,300}?escreveu:|el\b[^\n]{0,300}?escribi[óo]:|le\b[^\n]{0,300}?a [ée]crit\s?:|am\b[^\n]{0,300}?schrieb[^\n]*:|"
-    r"-{2,}\s*original message\s*-{2,}|_{10,}\s*$|"
-    r"from:[^\n]*\n(sent|date|enviado|gesendet|envoy[ée]):)",
+    r"^[ \t]*(?:(?:on\b[^\n]{0,300}?(?:\n[^\n]{0,200}?)?\bwrote|em\b[^\n]{0,300}?escreveu|"
+    r"el\b[^\n]{0,300}?escribi[óo]|le\b[^\n]{0,300}?a [ée]crit ?|am\b[^\n]{0,300}?schrieb[^\n]{0,100}?):[ \t]*$|"
+    r"-{2,}\s*original message\s*-{2,}|_{10,}[ \t]*$|"
+    r"from:[^\n]*\n(?:sent|date|enviado|gesendet|envoy[ée]):)",
     re.I | re.M)
+_SIGNATURE = re.compile(r"^--[ \t]*$", re.M)  # the signature delimiter: a block of contact details follows
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,10 @@ def is_forwarded(mail: MailMessage) -> bool:
 def own_words(text: str) -> str:
     """``text`` without its reply history and quoted lines: what the owner typed in this mail."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    found = _HISTORY.search(text)
-    if found is not None:
-        text = text[:found.start()]
+    for marker in (_HISTORY, _SIGNATURE):
+        found = marker.search(text)
+        if found is not None:
+            text = text[:found.start()]
     kept = [line.rstrip() for line in text.split("\n") if not line.lstrip().startswith(">")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
 

@@ -126,6 +126,8 @@ class StyleLearner:
         owner = await self._owners.by_id(owner_id)
         if not owner.settings.saving_enabled:
             return RunReport(True, "Saving is off, so Nod read no email and saved nothing.")
+        if not self._gateway.memory_configured:  # known before any mail is read
+            return RunReport(False, "No memory model is configured (NOD_MEMORY_MODEL), so nothing was read.")
         if self._spending is not None and not await self._spending.allows_optional_calls(owner):
             return RunReport(False, "This month's spending limit is reached; Nod will learn the style later.")
         token = await self._accounts.access_token(self._cipher.open(sealed))

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import logging
 from datetime import UTC, datetime
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 
 from adapters.gmail.mail import parse_message
+from adapters.web.app import PathOnlyAccessLog
 from core.errors import MailAccessLost
 from core.gmail.check import MAX_STYLE_CHARS, refusal, sampled_names
 from core.gmail.cipher import TokenCipher
@@ -39,8 +43,14 @@ def test_the_reply_history_and_quoted_lines_are_not_the_owners_words(history: st
     assert own_words(f"Sounds good, see you then.\n\nBest,\nMaya\n\n{history}") == "Sounds good, see you then.\n\nBest,\nMaya"
 
 
-def test_a_quoted_line_inside_the_owners_text_goes_too() -> None:
+def test_a_quoted_line_inside_the_owners_text_goes_too_and_so_does_the_signature_block() -> None:
     assert own_words("Yes:\n> can you come?\nI can.") == "Yes:\nI can."
+    assert own_words("See you.\nMaya\n-- \nMaya Costa | +351 912 345 678") == "See you.\nMaya"
+
+
+def test_the_owner_writing_on_and_wrote_in_a_sentence_is_not_history() -> None:
+    text = "On Friday I wrote: the plan is fine.\nMaya"
+    assert own_words(text) == text
 
 
 @pytest.mark.parametrize("mail", [
@@ -154,3 +164,10 @@ def test_a_gmail_message_decodes_to_its_plain_text_headers_and_calendar_flag() -
         _part("text/html", "<div>Hi&nbsp;there<br>Maya</div><blockquote>old</blockquote>"),
         _part("text/calendar", "BEGIN:VCALENDAR")]}})
     assert html_only.text == "Hi\xa0there\nMaya" and html_only.calendar
+
+
+def test_the_access_log_keeps_no_query_string(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    request = make_mocked_request("GET", "/oauth/google/callback?state=s&code=4/one-time-code")
+    PathOnlyAccessLog(logging.getLogger("aiohttp.access"), "").log(request, web.Response(status=303), 0.01)
+    assert "GET /oauth/google/callback 303" in caplog.text and "one-time-code" not in caplog.text
