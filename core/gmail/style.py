@@ -125,7 +125,7 @@ class StyleLearner:
     async def _run(self, owner_id: int, sealed: str) -> RunReport:
         owner = await self._owners.by_id(owner_id)
         if not owner.settings.saving_enabled:
-            return RunReport(True, "Saving is off, so Nod read no email and saved nothing.")
+            return RunReport(False, "Saving is off, so Nod read no email and saved nothing.")  # retried a day on
         if not self._gateway.memory_configured:  # known before any mail is read
             return RunReport(False, "No memory model is configured (NOD_MEMORY_MODEL), so nothing was read.")
         if self._spending is not None and not await self._spending.allows_optional_calls(owner):
@@ -144,7 +144,7 @@ class StyleLearner:
                                  "saved this time.")
         owner = await self._owners.by_id(owner_id)  # the switch may have moved while the model wrote
         if not owner.settings.saving_enabled:
-            return report(True, "Saving is off, so the style was not saved.")
+            return report(False, "Saving is off, so the style was not saved.")
         now = self._clock.now()
         saved = (await self._memory.apply(owner_id, lambda doc: save_style(doc, style, now))).result
         if not saved.saved:
