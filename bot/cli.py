@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import cli_data, cli_talk
+from bot import cli_data, cli_gmail, cli_talk
 from bot.logs import configure_logging
 from bot.settings import Settings, load_settings
 from bot.wiring import Services, services
@@ -98,6 +98,12 @@ def _parser() -> argparse.ArgumentParser:
     page = sub.add_parser("page", help="a one-time sign-in link to the owner's memory page")
     page.add_argument("--owner", required=True)
     page.add_argument("--revoke", action="store_true", help="end the owner's page sessions instead")
+    gmail = sub.add_parser("gmail", help="the Gmail writing-style connection")
+    gmail_sub = gmail.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    for verb, what in (("connect", "print Google's consent link for the owner"),
+                       ("disconnect", "revoke the owner's Gmail access and delete the token"),
+                       ("refresh", "learn the writing style from the owner's sent mail now")):
+        gmail_sub.add_parser(verb, help=what).add_argument("--owner", required=True)
     tool = sub.add_parser("tool", help="run one read-only agent tool and print its JSON result")
     tool.add_argument("--owner", required=True)
     tool.add_argument("--batch", action="store_true", help="read JSON Lines {tool, args} on standard input")
@@ -129,6 +135,9 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
         ("memory", "forget"): lambda s: cli_data.memory_forget(s, args.owner, args.path),
         ("memory", "import"): lambda s: cli_data.memory_import(s, args.owner, args.file),
         ("page", None): lambda s: cli_data.page(s, args.owner, args.revoke),
+        ("gmail", "connect"): lambda s: cli_gmail.connect(s, args.owner),
+        ("gmail", "disconnect"): lambda s: cli_gmail.disconnect(s, args.owner),
+        ("gmail", "refresh"): lambda s: cli_gmail.refresh(s, args.owner),
         ("skills", "list"): lambda s: cli_data.skills_list(s, args.owner),
         ("skills", "show"): lambda s: cli_data.skills_show(s, args.owner, args.name),
         ("skills", "forget"): lambda s: cli_data.skills_forget(s, args.owner, args.name),

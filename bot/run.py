@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from aiohttp import web
 
-from adapters.web.app import build_app
+from adapters.web.app import PathOnlyAccessLog, build_app
 from adapters.web.page import PageServices
 from bot.channels import Channels, channels
 from bot.settings import Settings
@@ -50,7 +50,8 @@ def page_services(svc: Services) -> PageServices | None:
     """What the memory page needs, when it is on."""
     if svc.page is None:
         return None
-    return PageServices(svc.page, svc.edits, svc.memory, svc.owners, svc.messages, svc.clock, svc.page.secure)
+    return PageServices(svc.page, svc.edits, svc.memory, svc.owners, svc.messages, svc.clock, svc.page.secure,
+                        svc.gmail, svc.gmail_off)
 
 
 async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
@@ -100,7 +101,8 @@ async def _serve(settings: Settings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with services(settings) as svc, channels(settings, svc) as running:
-        runner = web.AppRunner(build_app(svc.health.problem, running.webhooks, page_services(svc)), handle_signals=False)
+        runner = web.AppRunner(build_app(svc.health.problem, running.webhooks, page_services(svc)), handle_signals=False,
+                               access_log_class=PathOnlyAccessLog)
         await runner.setup()
         site = web.TCPSite(runner, settings.host, settings.port)
         warming = asyncio.create_task(svc.search_index.warm()) if svc.search_index else None

@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     twilio_auth_token: str | None = Field(None, validation_alias=_var("TWILIO_AUTH_TOKEN"))
     twilio_whatsapp_from: str | None = Field(None, validation_alias=_var("TWILIO_WHATSAPP_FROM"))
     twilio_api_base_url: str | None = Field(None, validation_alias=_var("TWILIO_API_BASE_URL"))
+    google_client_id: str | None = Field(None, validation_alias=_var("GOOGLE_CLIENT_ID"))
+    google_client_secret: str | None = Field(None, validation_alias=_var("GOOGLE_CLIENT_SECRET"))
+    # test servers for Google's OAuth endpoints and the Gmail API
+    google_oauth_base_url: str | None = Field(None, validation_alias=_var("GOOGLE_OAUTH_BASE_URL"))
+    gmail_api_base_url: str | None = Field(None, validation_alias=_var("GMAIL_API_BASE_URL"))
     json_mode: str = Field("json_schema", validation_alias=_var("NOD_JSON_MODE"))
     # strict: true with json_schema (OpenAI enforces it; Ollama and llama.cpp ignore it)
     json_strict: bool = Field(True, validation_alias=_var("NOD_JSON_STRICT"))
@@ -164,6 +169,9 @@ _REQUIRED_WHEN = (
     ("twilio_account_sid", "twilio_auth_token"),
     ("twilio_account_sid", "twilio_whatsapp_from"),
     ("twilio_account_sid", "public_url"),
+    ("google_client_id", "google_client_secret"),
+    ("google_client_id", "secret_key"),  # seals the refresh token and signs the page the button is on
+    ("google_client_id", "public_url"),  # Google redirects the browser to NOD_PUBLIC_URL/oauth/google/callback
 )
 
 

@@ -27,6 +27,11 @@ from core.agent.usage import PriceTable, UsageLedger
 from core.clock import Clock, SystemClock
 from core.evidence.check import ReplyChecker
 from core.evidence.selection import Selector
+from core.gmail.cipher import TokenCipher
+from core.gmail.link import GmailLink
+from core.gmail.model import CALLBACK_PATH
+from core.gmail.runs import StyleRuns
+from core.gmail.style import StyleLearner
 from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.inbox.commands import OwnerCommands
@@ -43,6 +48,7 @@ from core.saving.personal import ManagePersonalContext
 from core.skills.learned import LearnedSkills
 from core.storage.database import create_engine, storage_error
 from core.storage.fulltext import FullText
+from core.storage.gmail_store import GmailStore
 from core.storage.health import DatabaseHealth
 from core.storage.locks import DatabaseLocks
 from core.storage.memory_store import MemoryStore
@@ -82,6 +88,8 @@ class Services:
 
     open_signup: bool = False
     work_slots: int = DEFAULT_SLOTS
+    gmail: GmailLink | None = None  # None when Gmail is off; gmail_off says why
+    gmail_off: str = ""
 
     def conductor(self, sink: ReplySink) -> Conductor:
         return Conductor(self.turn, sink, self.locks, self.work_slots)
@@ -139,10 +147,29 @@ def _page(settings: Settings, engine: AsyncEngine, clock: Clock) -> tuple[PageAc
     return PageAccess(PageConfig(settings.public_url, settings.secret_key), PageStore(engine), clock), ""
 
 
+def _gmail(settings: Settings, engine: AsyncEngine, gateway: Gateway, memory: MemoryStore, owners: OwnerStore,
+           clock: Clock, spending: Spending) -> tuple[GmailLink | None, str]:
+    """The Gmail writing style's connection and runs, or None and the sentence the page and CLI say instead."""
+    if not (settings.google_client_id and settings.google_client_secret):
+        return None, ("Gmail is not set up on this server: the operator sets GOOGLE_CLIENT_ID and "
+                      "GOOGLE_CLIENT_SECRET (see the README).")
+    if not (settings.secret_key and settings.public_url):
+        return None, "Gmail needs the memory page: the operator sets NOD_SECRET_KEY and NOD_PUBLIC_URL."
+    from adapters.gmail.mail import GmailMail  # the Google libraries load only when Gmail is set up
+    from adapters.gmail.oauth import GoogleClient, GoogleOAuth
+
+    client = GoogleClient(settings.google_client_id, settings.google_client_secret,
+                          settings.public_url.rstrip("/") + CALLBACK_PATH, settings.google_oauth_base_url)
+    accounts, store, cipher = GoogleOAuth(client), GmailStore(engine), TokenCipher(settings.secret_key)
+    learner = StyleLearner(gateway, accounts, GmailMail(settings.gmail_api_base_url), store, cipher, memory, owners,
+                           clock, spending)
+    return GmailLink(accounts, store, cipher, StyleRuns(learner), clock), ""
+
+
 def _known_secrets(settings: Settings) -> tuple[str, ...]:
     """The secret values Nod holds itself: scrubbed from every skill draft before a model sees it."""
     values = (settings.openai_api_key, settings.memory_api_key, settings.telegram_bot_token, settings.telegram_webhook_secret,
-              settings.twilio_auth_token, settings.secret_key)
+              settings.twilio_auth_token, settings.secret_key, settings.google_client_secret)
     return tuple(v for v in values if v)
 
 
@@ -181,13 +208,17 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
         locks = DatabaseLocks(engine)
-        maintenance = MaintenanceJob(owners, memory, reflector, locks, clock, spending)
+        gmail, gmail_off = _gmail(settings, engine, gateway, memory, owners, clock, spending)
+        maintenance = MaintenanceJob(owners, memory, reflector, locks, clock, spending, gmail.runs if gmail else None)
         try:
             page, page_off = _page(settings, engine, clock)
             yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
                            maintenance, locks, DatabaseHealth(engine, settings.database_url, clock),
-                           page, page_off, MemoryEdits(memory, owners, clock), settings.open_signup, settings.work_slots)
+                           page, page_off, MemoryEdits(memory, owners, clock), settings.open_signup, settings.work_slots,
+                           gmail, gmail_off)
         finally:
+            if gmail is not None:
+                await gmail.runs.close()
             await locks.close()
             await gateway.close()
             if index is not None:

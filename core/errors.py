@@ -23,6 +23,8 @@ carries it to the agent); none of them is a bug report.
     │   │   └── ModelDeclined ... the model itself declined to answer (its ``refusal``); not retried
     │   ├── UnreadableAnswer .... the answer was not the JSON that was asked for
     │   └── AnswerCut ........... the answer ran out of room before it ended (finish_reason "length")
+    ├── MailError ............... the owner's mailbox (Gmail) gave no usable answer; trying later may work
+    │   └── MailAccessLost ...... Google no longer accepts the grant (expired or revoked): reconnect
     └── DeliveryFailed .......... a channel could not hand a reply to the owner
 """
 
@@ -112,6 +114,14 @@ class ModelDeclined(ModelRefused):
 
 class AnswerCut(ModelError):
     """The answer stopped at the token limit: asking the same again would stop there again."""
+
+
+class MailError(NodError):
+    """Google's OAuth or Gmail API could not be reached or answered badly; the sentence names no mail content."""
+
+
+class MailAccessLost(MailError):
+    """The owner's Gmail grant is expired or revoked: only connecting again helps, so the page says reconnect."""
 
 
 class DeliveryFailed(NodError):

@@ -4,7 +4,9 @@ The turn, evidence, saving, maintenance and inbox packages are written against t
 never import SQLAlchemy or tantivy; ``core.storage`` (and the derived search index in
 ``core.history.derived``) implement them over a real database, ``bot.wiring`` plugs them
 in, and unit tests run the same rules on in-memory fakes (``tests/fakes/ports.py``).
-The values they carry live in ``core.message``, ``core.owner`` and ``core.memory.model``.
+The values they carry live in ``core.message``, ``core.owner``, ``core.memory.model`` and
+``core.gmail.model``. ``GoogleAccounts`` and ``MailSource`` are the outside world's side of
+the Gmail writing style (``adapters.gmail``), in the same way ``ChatModel`` is the model's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
+from core.gmail.model import Connection, Consent, Grant, MailMessage, PendingConsent, RunReport
 from core.history.scope import Matcher, Scope
 from core.memory.model import MemoryDocument
 from core.message import Appended, NewMessage, Role, StoredMessage
@@ -134,3 +137,39 @@ class Owners(Protocol):
 
 class Receipts(Protocol):
     async def first(self, owner_id: int, channel: str, external_id: str, kind: str, now: datetime) -> bool: ...
+
+
+class GmailConnections(Protocol):
+    """Gmail connections (sealed refresh token, last run's counts) and the consents in progress."""
+
+    async def add_consent(self, state_hash: str, pending: PendingConsent, now: datetime, expires_at: datetime) -> None: ...
+
+    async def take_consent(self, state_hash: str, now: datetime) -> PendingConsent | None: ...
+
+    async def connect(self, owner_id: int, sealed_token: str, now: datetime) -> None: ...
+
+    async def get(self, owner_id: int) -> Connection | None: ...
+
+    async def record_run(self, owner_id: int, now: datetime, report: RunReport) -> None: ...
+
+    async def delete(self, owner_id: int) -> bool: ...
+
+    async def connected_owners(self) -> list[int]: ...
+
+
+class GoogleAccounts(Protocol):
+    """Google's OAuth 2.0 web-server flow: consent, the code exchange, refresh and revocation."""
+
+    def consent(self, state: str) -> Consent: ...
+
+    async def exchange(self, code: str, code_verifier: str | None) -> Grant: ...
+
+    async def access_token(self, refresh_token: str) -> str: ...
+
+    async def revoke(self, refresh_token: str) -> bool: ...
+
+
+class MailSource(Protocol):
+    """The owner's sent mail, newest first, decoded to headers and plain text."""
+
+    async def sent(self, access_token: str, limit: int) -> list[MailMessage]: ...

@@ -5,8 +5,8 @@ needs the CSRF token the page was given, in ``X-CSRF-Token`` (403 otherwise). A 
 reaches only its own owner's memory, so another owner's paths and ids are simply not there
 (404). Errors are ``{"error": sentence}``: 400 for a malformed request or a rule (a card
 number typed into a note), 404, 409 for an edit of a version that changed since the page
-showed it (with ``current``), 413 for a body over 1 MiB or a full memory, 503 when the
-database is away. Shapes are documented in the README.
+showed it (with ``current``), 413 for a body over 1 MiB or a full memory, 502 when Google
+did not answer (Gmail), 503 when the database is away. Shapes are documented in the README.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.web.page import COOKIE, SERVICES, export, signed_in
-from core.errors import Conflict, EditedElsewhere, InvalidInput, MemoryFull, NodError, NotFound, StorageError
+from adapters.web import gmail
+from adapters.web.page import COOKIE, SERVICES, export, full_view, signed_in
+from core.errors import Conflict, EditedElsewhere, InvalidInput, MailError, MemoryFull, NodError, NotFound, StorageError
+from core.gmail.model import CALLBACK_PATH
 from core.owner import Owner
-from core.page.view import memory_view
 
 log = logging.getLogger("nod.web.api")
 BASE = "/api/memory"
@@ -43,6 +44,8 @@ def _fail(exc: NodError) -> web.Response:
         return _error(413, str(exc))
     if isinstance(exc, StorageError):
         return _error(503, "The database is not answering; try again in a moment.")
+    if isinstance(exc, MailError):
+        return _error(502, str(exc))
     return _error(400, str(exc))
 
 
@@ -97,9 +100,7 @@ def _path(request: web.Request) -> str:
 
 
 async def _view(request: web.Request, owner: Owner, _: dict[str, Any]) -> web.Response:
-    page = request.app[SERVICES]
-    loaded = await page.memory.load(owner.id)
-    return web.json_response(await memory_view(owner, loaded.document, loaded.version, page.messages))
+    return web.json_response(await full_view(request.app[SERVICES], owner))
 
 
 async def _export(request: web.Request, owner: Owner, _: dict[str, Any]) -> web.Response:
@@ -181,5 +182,8 @@ def mount(app: web.Application) -> None:
         ("PUT", BASE + "/skills/{name}", _edit_skill, True), ("DELETE", BASE + "/skills/{name}", _forget_skill, True),
         ("PUT", BASE + "/settings", _settings, True),
         ("POST", BASE + "/import/preview", _preview, True), ("POST", BASE + "/import", _import, True),
+        ("POST", BASE + "/gmail/connect", gmail.connect, True), ("POST", BASE + "/gmail/refresh", gmail.refresh, True),
+        ("POST", BASE + "/gmail/disconnect", gmail.disconnect, True),
     ):
         app.router.add_route(method, path, route(handler, changes))
+    app.router.add_get(CALLBACK_PATH, gmail.callback)

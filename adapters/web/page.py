@@ -11,6 +11,7 @@ page says how to get a new link, in one sentence.
 
 from __future__ import annotations
 
+import html
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import jinja2
 from aiohttp import web
 
 from core.clock import Clock
+from core.gmail.link import NOT_CONFIGURED, GmailLink
 from core.memory.render import render_export
 from core.owner import Owner
 from core.page.access import PAGE_PATH, SESSION_LIFETIME, PageAccess
@@ -46,6 +48,8 @@ class PageServices:
     messages: Messages
     clock: Clock
     secure: bool
+    gmail: GmailLink | None = None  # None when Gmail is off; gmail_off says why
+    gmail_off: str = ""
 
 
 SERVICES: web.AppKey[PageServices] = web.AppKey("page", PageServices)
@@ -64,7 +68,7 @@ async def security_headers(request: web.Request, handler: Any) -> web.StreamResp
 
 
 def _secured(request: web.Request, response: web.StreamResponse) -> None:
-    if request.path.startswith(("/settings", "/api/memory")):
+    if request.path.startswith(("/settings", "/api/memory", "/oauth")):
         if isinstance(response, web.Response) and not response.prepared and "gzip" in request.headers.get("Accept-Encoding", ""):
             response.enable_compression()  # a full memory's page is a tenth of its size compressed
         response.headers["Content-Security-Policy"] = CSP
@@ -97,19 +101,31 @@ async def _page(request: web.Request) -> web.StreamResponse:
     owner = await signed_in(request)
     if owner is None:
         return _signed_out()
-    loaded = await page.memory.load(owner.id)
-    view = await memory_view(owner, loaded.document, loaded.version, page.messages)
+    view = await full_view(page, owner)
     csrf = page.access.csrf_token(request.cookies[COOKIE])
     return aiohttp_jinja2.render_template("memory.html", request, {"view": view, "csrf": csrf})
 
 
-def _signed_out() -> web.Response:
+async def full_view(page: PageServices, owner: Owner) -> dict[str, Any]:
+    """The memory view with the Gmail connection's state beside it: what the page and ``GET /api/memory`` show."""
+    loaded = await page.memory.load(owner.id)
+    view = await memory_view(owner, loaded.document, loaded.version, page.messages)
+    gmail = await page.gmail.status(owner) if page.gmail is not None else {**NOT_CONFIGURED, "off": page.gmail_off}
+    return {**view, "gmail": gmail}
+
+
+def message_page(status: int, title: str, sentence: str) -> web.Response:
+    """A page of one sentence (signed out, a Gmail connection refused or done), in the page's own style."""
     body = ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
-            "content=\"width=device-width, initial-scale=1\"><title>Nod — sign in</title>"
+            f"content=\"width=device-width, initial-scale=1\"><title>Nod — {html.escape(title)}</title>"
             "<link rel=\"icon\" href=\"/settings/static/icon.svg\" type=\"image/svg+xml\">"
             "<link rel=\"stylesheet\" href=\"/settings/static/page.css\"></head><body><main class=\"signed-out\">"
-            f"<h1>Memory</h1><p>{SIGNED_OUT}</p></main></body></html>")
-    return web.Response(status=401, text=body, content_type="text/html")
+            f"<h1>{html.escape(title)}</h1><p>{html.escape(sentence)}</p></main></body></html>")
+    return web.Response(status=status, text=body, content_type="text/html")
+
+
+def _signed_out() -> web.Response:
+    return message_page(401, "Memory", SIGNED_OUT)
 
 
 async def export(request: web.Request, owner: Owner) -> web.Response:

@@ -4,7 +4,9 @@ Repair runs first on every tick, even without a memory model; reflection needs o
 owner's tick runs under a lock (``OwnerLocks``: a PostgreSQL advisory lock shared by all
 workers, or an in-process lock on SQLite) so two workers never do the same owner's work
 at once; the watermark compare-and-swap keeps a batch from applying twice even so. A
-tick posts nothing to any chat. One owner's failure is logged and the others go on.
+tick posts nothing to any chat. One owner's failure is logged and the others go on. The
+weekly writing-style run (``core.gmail``) hangs off the same tick, under the same lock:
+when Gmail is connected and a week has passed since the last run, it runs after reflection.
 
 The schedule is every hour at minute 7 UTC; ``next_tick`` is the pure part, and the loop
 that sleeps until it lives with the process (``bot/run.py``). A tick that starts late —
@@ -20,6 +22,7 @@ from typing import Protocol
 
 from core.agent.spending import Spending
 from core.clock import Clock
+from core.gmail.runs import StyleRuns
 from core.maintenance.reflect import Reflector, ReflectReport
 from core.maintenance.repair import repair
 from core.memory.model import MemoryDocument
@@ -46,6 +49,7 @@ class OwnerTick:
     repaired: int = 0
     reflect: ReflectReport | None = None
     skipped: str | None = None
+    writing_style: str | None = None  # the weekly run's sentence, when it ran
 
     def line(self) -> str:
         if self.skipped:
@@ -58,6 +62,8 @@ class OwnerTick:
             r = self.reflect
             parts.append(f"reflected {r.messages} messages: {r.added} added, {r.evidenced} confirmed by evidence, "
                          f"{r.archived} archived, {r.dropped} dropped" + (", the model failed" if r.failed else ""))
+        if self.writing_style:
+            parts.append(f"writing style: {self.writing_style}")
         return f"{self.owner}: " + "; ".join(parts)
 
 
@@ -70,8 +76,10 @@ def next_tick(now: datetime) -> datetime:
 
 class MaintenanceJob:
     def __init__(self, owners: Owners, memory: MemoryRepository, reflector: Reflector | None,
-                 locks: OwnerLocks, clock: Clock, spending: Spending | None = None) -> None:
+                 locks: OwnerLocks, clock: Clock, spending: Spending | None = None,
+                 writing_style: StyleRuns | None = None) -> None:
         self._spending = spending
+        self._writing_style = writing_style
         self._owners = owners
         self._memory = memory
         self._reflector = reflector
@@ -106,6 +114,7 @@ class MaintenanceJob:
             if self._spending is not None and not await self._spending.allows_optional_calls(owner):
                 return OwnerTick(owner.name, repaired, skipped="spending limit reached; repair only")
             report = await self._reflector.reflect(owner) if self._reflector else None
-        tick = OwnerTick(owner.name, repaired, report)
+            style = await self._writing_style.run_due(owner.id) if self._writing_style else None
+        tick = OwnerTick(owner.name, repaired, report, writing_style=style.outcome if style else None)
         log.info("maintenance_tick %s", tick.line())
         return tick

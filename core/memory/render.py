@@ -11,9 +11,11 @@ from core.memory.model import (
     ARCHIVED_LABEL,
     AREA_TITLES,
     AREAS,
+    EMAIL_STYLE_LABEL,
     STATUS_LABELS,
     Entry,
     MemoryDocument,
+    Origin,
     Status,
 )
 
@@ -51,7 +53,10 @@ def render_index(doc: MemoryDocument) -> str:
 
 
 def label_of(entry: Entry) -> str:
-    return entry.label or STATUS_LABELS[entry.status]
+    """The entry's own label, else what its origin or status says (email: "Learned from your sent email")."""
+    if entry.label:
+        return entry.label
+    return EMAIL_STYLE_LABEL if entry.origin is Origin.EMAIL else STATUS_LABELS[entry.status]
 
 
 def _export_entry(entry: Entry) -> list[str]:

@@ -94,6 +94,11 @@ class PageAccess:
             return None
         return await self._store.session_owner(_hash(session), self._clock.now())
 
+    def session_hash(self, cookie: str | None) -> str | None:
+        """The stored form of the cookie's session (a signed one only): what a Gmail consent is bound to."""
+        session = self._verified(cookie)
+        return _hash(session) if session is not None else None
+
     def csrf_token(self, cookie: str) -> str:
         session = self._verified(cookie) or ""
         return _b64(hmac.new(self._key, b"csrf\x00" + session.encode(), hashlib.sha256).digest())

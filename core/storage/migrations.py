@@ -289,6 +289,31 @@ _POSTGRESQL_ONE_INDEX = (
     "ALTER TABLE messages DROP COLUMN IF EXISTS text_tsv",
 )
 
+# The Gmail writing style (migration 9; 8 is another change's). A connection keeps the refresh
+# token only sealed (Fernet, a key derived from NOD_SECRET_KEY) and the last run's counts and
+# sentence, never a mail; a consent in progress keeps its state as a SHA-256, the page
+# session it is bound to (NULL: a terminal's one-time record) and the sealed PKCE verifier.
+_GMAIL = (
+    """CREATE TABLE gmail_connections (
+        owner_id INTEGER PRIMARY KEY REFERENCES owners(id),
+        sealed_token TEXT NOT NULL,
+        connected_at {time} NOT NULL,
+        last_run_at {time},
+        last_ok BOOLEAN NOT NULL DEFAULT {false},
+        sampled INTEGER NOT NULL DEFAULT 0,
+        skipped INTEGER NOT NULL DEFAULT 0,
+        outcome TEXT,
+        reconnect BOOLEAN NOT NULL DEFAULT {false})""",
+    """CREATE TABLE gmail_consents (
+        state_hash TEXT PRIMARY KEY,
+        owner_id INTEGER NOT NULL REFERENCES owners(id),
+        session_hash TEXT,
+        sealed_verifier TEXT,
+        created_at {time} NOT NULL,
+        expires_at {time} NOT NULL,
+        used_at {time})""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
@@ -300,6 +325,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               tuple(q.format(time="TIMESTAMPTZ") for q in _PAGE)),
     Migration(7, "usage: cached prompt tokens, estimated when the server reported none",
               _USAGE_DETAIL, _USAGE_DETAIL),
+    # 8 is reserved for a change in flight; the runner applies whatever is missing, in order
+    Migration(9, "gmail writing style: connections and consents", tuple(q.format(time="DATETIME", false="0") for q in _GMAIL),
+              tuple(q.format(time="TIMESTAMPTZ", false="FALSE") for q in _GMAIL)),
     Migration(10, "related messages from history_search's index; the older full-text index dropped",
               _SQLITE_ONE_INDEX, _POSTGRESQL_ONE_INDEX),
 )

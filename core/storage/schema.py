@@ -163,3 +163,29 @@ page_sessions = Table(
     Column("expires_at", UTCDateTime(), nullable=False),
     Column("revoked_at", UTCDateTime()),
 )
+
+gmail_connections = Table(
+    "gmail_connections",
+    metadata,
+    Column("owner_id", Integer, ForeignKey("owners.id"), primary_key=True),
+    Column("sealed_token", Text, nullable=False),
+    Column("connected_at", UTCDateTime(), nullable=False),
+    Column("last_run_at", UTCDateTime()),
+    Column("last_ok", Boolean, nullable=False, default=False),
+    Column("sampled", Integer, nullable=False, default=0),
+    Column("skipped", Integer, nullable=False, default=0),
+    Column("outcome", Text),
+    Column("reconnect", Boolean, nullable=False, default=False),
+)
+
+gmail_consents = Table(
+    "gmail_consents",
+    metadata,
+    Column("state_hash", String, primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("session_hash", String),
+    Column("sealed_verifier", Text),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+    Column("used_at", UTCDateTime()),
+)

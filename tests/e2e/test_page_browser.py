@@ -20,8 +20,10 @@ import pytest
 from core.memory import document as ops
 from core.memory.model import ArchiveReason, Evidence, Origin
 from core.message import NewMessage, Role
-from tests.fakes.model_server import FakeModelServer
-from tests.integration.harness import START
+from tests.fakes.google_server import mail
+from tests.fakes.model_server import FakeModelServer, structured
+from tests.integration.gmail_harness import make_gmail_site
+from tests.integration.harness import MEMORY, START
 from tests.integration.page_harness import PageSite, make_page_site
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -162,3 +164,36 @@ async def test_the_page_reads_on_a_phone_and_works_by_keyboard(site: PageSite, b
         await page.keyboard.press("Enter")  # Save, reached by keyboard alone
     assert await page.locator('article[data-path="about/boat"] .text').inner_text() == "Boat: Gaivota and a dinghy"
     assert page.errors == []
+
+
+async def test_an_owner_connects_and_disconnects_gmail_in_the_browser(
+        tmp_path: Path, server: FakeModelServer, browser: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    style = "Writes short, warm emails in English; greets with Hi and a first name, signs off with Best."
+    server.enqueue(MEMORY, structured({"style": style}), purpose="writing_style")
+    async for gmail in make_gmail_site(tmp_path, server, monkeypatch):
+        gmail.google.send(mail("Hi Ana,\n\nSee you on the boat.\n\nBest,\nMaya"))
+        site = gmail.site
+        page = await _open(site, browser, 1280)
+
+        async def to_this_server(route: Any) -> None:  # Google sends the browser to NOD_PUBLIC_URL, here a port
+            parts = urlsplit(route.request.url)
+            await route.fulfill(status=302, headers={"Location": f"{site.base}{parts.path}?{parts.query}"})
+
+        await page.route("http://127.0.0.1/oauth/**", to_this_server)
+        await page.get_by_role("button", name="Connect Gmail").click()
+        await page.wait_for_url(f"{site.base}/settings/memory")
+        await gmail.finished()
+        card = page.locator("section.gmail")
+        await card.get_by_text("Learned from 1 sent email.").wait_for(timeout=15_000)  # the poll reloads the page
+        note = page.locator('article[data-path="preferences/writing-style"]')
+        assert await note.locator(".label").inner_text() == "Learned from your sent email"
+        assert await note.locator(".text").inner_text() == style
+        await page.screenshot(path=str(_shots(tmp_path) / "page-gmail.png"), full_page=True)
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        async with page.expect_navigation():
+            await card.get_by_role("button", name="Disconnect").click()
+        assert await page.locator("#status").inner_text() == "Gmail disconnected; Google revoked Nod's access."
+        assert await page.get_by_role("button", name="Connect Gmail").count() == 1
+        assert all(grant.revoked for grant in gmail.google.grants.values())
+        assert page.errors == []

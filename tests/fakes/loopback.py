@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-NOD_PREFIXES = ("NOD_", "TELEGRAM_", "TWILIO_", "OPENAI_")
+NOD_PREFIXES = ("NOD_", "TELEGRAM_", "TWILIO_", "OPENAI_", "GOOGLE_", "GMAIL_")
 
 
 async def serve(app: web.Application) -> tuple[web.AppRunner, int]:

@@ -64,8 +64,9 @@ class PageSite:
         return client
 
 
-async def make_page_site(tmp_path: Path, server: FakeModelServer, public_url: str = "http://127.0.0.1") -> AsyncIterator[PageSite]:
-    async for nod in make_harness(tmp_path, server, secret_key=SECRET_KEY, public_url=public_url):
+async def make_page_site(tmp_path: Path, server: FakeModelServer, public_url: str = "http://127.0.0.1",
+                         **settings: Any) -> AsyncIterator[PageSite]:
+    async for nod in make_harness(tmp_path, server, secret_key=SECRET_KEY, public_url=public_url, **settings):
         runner, port = await serve(build_app(nod.svc.health.problem, {}, page_services(nod.svc)))
         try:
             yield PageSite(nod, f"http://127.0.0.1:{port}")

@@ -8,6 +8,7 @@ from core.agent.tools import TOOL_SPECS
 from core.errors import UnreadableAnswer
 from core.evidence.check import ReplyVerdict
 from core.evidence.selection import EvidenceChoice, EvidenceRanking
+from core.gmail.style import WritingStyle
 from core.inbox.digests import Digest
 from core.maintenance.operations import Reflection
 from core.saving.control import TrustVerdict
@@ -16,7 +17,7 @@ from core.skills.learned import SkillRewrite
 from core.structured import Answer, parse_answer, strict_problems, strict_schema
 
 ANSWERS: tuple[type[Answer], ...] = (EvidenceChoice, EvidenceRanking, ReplyVerdict, LearnedNotes, TrustVerdict,
-                                     Reflection, Digest, SkillRewrite)
+                                     Reflection, Digest, SkillRewrite, WritingStyle)
 
 
 @pytest.mark.parametrize("answer", ANSWERS, ids=lambda a: a.__name__)
@@ -38,7 +39,7 @@ def test_the_checker_finds_what_strict_mode_refuses() -> None:
 
 def test_names_are_the_purposes_of_design_md() -> None:
     assert {a.purpose for a in ANSWERS} == {"evidence_selection", "reply_check", "memory_learn", "trust_check",
-                                            "reflect", "digest", "skill_rewrite"}
+                                            "reflect", "digest", "skill_rewrite", "writing_style"}
 
 
 def test_reflect_demands_the_sensitive_flag_the_server_requires() -> None:

@@ -44,6 +44,9 @@ def test_env_file_is_read_and_the_environment_wins(tmp_path: Path, environ) -> N
         ({"TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN": "a", "TWILIO_WHATSAPP_FROM": "w"}, "NOD_PUBLIC_URL"),
         ({"NOD_AGENT_MODEL": "gpt"}, "OPENAI_API_KEY"),
         ({"NOD_PORT": "eighty"}, "NOD_PORT"),
+        ({"GOOGLE_CLIENT_ID": "id"}, "GOOGLE_CLIENT_SECRET"),
+        ({"GOOGLE_CLIENT_ID": "id", "GOOGLE_CLIENT_SECRET": "s", "NOD_PUBLIC_URL": "https://x"}, "NOD_SECRET_KEY"),
+        ({"GOOGLE_CLIENT_ID": "id", "GOOGLE_CLIENT_SECRET": "s", "NOD_SECRET_KEY": "k"}, "NOD_PUBLIC_URL"),
     ],
 )
 def test_missing_or_bad_settings_name_the_variable(given: dict[str, str], named: str, environ) -> None:  # type: ignore[no-untyped-def]

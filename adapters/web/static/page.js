@@ -69,12 +69,47 @@ function toggleEdit(note, editing) {
   }
 }
 
+// the Gmail card's buttons: Connect goes to Google's consent screen, which comes back to the page
+function gmail(action) {
+  if (action === "gmail-connect") {
+    call("POST", "/api/memory/gmail/connect", {}).then((answer) => window.location.assign(answer.url), (error) => say(error.message));
+  } else if (action === "gmail-refresh") {
+    act(() => call("POST", "/api/memory/gmail/refresh", {}), "Learning your writing style from your sent email…");
+  } else if (action === "gmail-disconnect") {
+    if (window.confirm("Disconnect Gmail? Nod's access is revoked at Google and its token deleted; the style note stays until you forget it.")) {
+      act(() => call("POST", "/api/memory/gmail/disconnect", {}), (answer) => answer.revoked
+        ? "Gmail disconnected; Google revoked Nod's access."
+        : "Gmail disconnected here; Google did not confirm the revocation, so remove Nod under your Google Account's third-party access.");
+    }
+  }
+}
+
+// while a run goes on, look again every two seconds and show its result when it ends
+if (document.querySelector(".gmail[data-running]")) {
+  const poll = window.setInterval(async () => {
+    try {
+      const view = await call("GET", "/api/memory");
+      if (!view.gmail.running) {
+        window.clearInterval(poll);
+        window.location.reload();
+      }
+    } catch (error) {
+      window.clearInterval(poll);
+      say(error.message);
+    }
+  }, 2000);
+}
+
 document.addEventListener("click", (event) => {
   const button = event.target.closest("button[data-action]");
   if (!button) {
     return;
   }
   const action = button.dataset.action;
+  if (action.startsWith("gmail-")) {
+    gmail(action);
+    return;
+  }
   const { note, path, etag } = notePath(button);
   if (action === "edit") {
     toggleEdit(note, true);
