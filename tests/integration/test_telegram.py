@@ -123,10 +123,13 @@ async def test_flood_control_429_is_waited_out_then_the_reply_arrives(
 async def test_rejected_markup_is_sent_again_as_plain_text(live: Live, server: FakeModelServer,
                                                             telegram: FakeTelegramServer) -> None:
     telegram.fail("sendMessage", 400, description="Bad Request: can't parse entities")
-    server.enqueue(AGENT, text("a **b** c"))
+    server.enqueue(AGENT, text("a **b** & <c>"))
     await live.post_update(message_update(1, MAYA_TELEGRAM, "hello"))
     sent = await telegram.wait_for("sendMessage", 2)
-    assert sent[1]["text"] == "a **b** c" and "parse_mode" not in sent[1]
+    assert sent[0]["text"] == "a <b>b</b> &amp; &lt;c&gt;" and sent[0]["parse_mode"] == "HTML"
+    assert sent[1]["text"] == "a b & <c>" and "parse_mode" not in sent[1]  # the part as its reader would see it
+    await _settle(live)
+    assert (await _stored(live))[1][1] == "a **b** & <c>"  # what is kept is the model's text, not what was sent
 
 
 async def test_a_long_reply_is_split_at_4096_on_paragraphs(live: Live, server: FakeModelServer,

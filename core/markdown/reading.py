@@ -1,0 +1,185 @@
+"""One Markdown reading of a reply, written in a channel's style as a stream of pieces.
+
+markdown-it-py does the reading (CommonMark with strikethrough and tables; raw HTML off,
+so a model's ``<b>`` is text to escape, never markup to pass on): no regex guesses at
+where emphasis starts, and an unmatched ``**`` stays a character. The walk below maps
+the syntax tree onto the style. Blocks are separated by ``Break``s so that the splitter
+can end a message between them: top-level blocks and quoted paragraphs by a blank line,
+list items and the blocks inside an item by a line break. Lists are bullet or number
+lines, nested ones indented under their item's text; headings are bold lines; tables
+and images fall back to text (cells joined by " | ", an image as its alt text and URL).
+A mark already open is not opened again inside itself (bold in a heading), which keeps
+WhatsApp's ``*`` pairs and Telegram's one-level blockquote valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from markdown_it import MarkdownIt
+from markdown_it.tree import SyntaxTreeNode
+
+from core.markdown.pieces import Break, Close, Mark, Open, Piece, Style, Text
+
+PARAGRAPH = "\n\n"
+LINE = "\n"
+
+
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
+
+
+def read(markdown: str, style: Style) -> list[Piece]:
+    """``markdown`` as pieces in ``style``; blank input gives no pieces."""
+    parser = _parser()
+    tree = SyntaxTreeNode(parser.parse(markdown))
+    return _Walk(style, parser.normalizeLinkText).blocks(tree.children, PARAGRAPH)
+
+
+def appended(pieces: Sequence[Piece], text: str) -> list[Piece]:
+    """``pieces`` and then ``text`` as a block of its own, taken literally (not read as Markdown)."""
+    if not text.strip():
+        return list(pieces)
+    tail: list[Piece] = [Text(text)]
+    return [*pieces, Break(PARAGRAPH), *tail] if pieces else tail
+
+
+def _has_text(pieces: Sequence[Piece]) -> bool:
+    return any(isinstance(p, Text) and p.text.strip() for p in pieces)
+
+
+def _prefixed(pieces: Sequence[Piece], first: str, rest: str) -> list[Piece]:
+    """Lines of ``pieces`` prefixed: ``first`` before the first line, ``rest`` before every other."""
+    out: list[Piece] = [Text(first)] if first else []
+    for piece in pieces:
+        if isinstance(piece, Text) and rest:
+            out.append(Text(piece.text.replace("\n", "\n" + rest)))
+        elif isinstance(piece, Break) and rest:
+            blank_lines = piece.sep.count("\n") - 1  # a blank line inside a quote keeps its ">"
+            out += [Break(("\n" + rest.rstrip()) * blank_lines + "\n"), Text(rest)]
+        else:
+            out.append(piece)
+    return out
+
+
+def _joined(blocks: Sequence[list[Piece]], sep: str) -> list[Piece]:
+    out: list[Piece] = []
+    for block in blocks:
+        if out:
+            out.append(Break(sep))
+        out += block
+    return out
+
+
+class _Walk:
+    def __init__(self, style: Style, link_text: Callable[[str], str]) -> None:
+        self._style = style
+        self._link_text = link_text  # a URL as people read it: percent-escapes and punycode undone
+        self._open: list[Mark] = []
+
+    def _marked(self, mark: Mark, inner: Callable[[], list[Piece]]) -> list[Piece]:
+        if mark in self._open:
+            return inner()
+        self._open.append(mark)
+        try:
+            return [Open(mark), *inner(), Close(mark)]
+        finally:
+            self._open.pop()
+
+    # blocks
+
+    def blocks(self, nodes: Sequence[SyntaxTreeNode], sep: str) -> list[Piece]:
+        return _joined([b for b in (self._block(n) for n in nodes) if _has_text(b)], sep)
+
+    def _block(self, node: SyntaxTreeNode) -> list[Piece]:
+        kind, style = node.type, self._style
+        if kind == "paragraph":
+            return self._inline_of(node)
+        if kind == "heading":
+            return self._marked(style.bold, lambda: self._inline_of(node))
+        if kind in ("bullet_list", "ordered_list"):
+            return self._list(node, ordered=kind == "ordered_list")
+        if kind == "blockquote":
+            if style.quote is None:
+                return _prefixed(self.blocks(node.children, PARAGRAPH), style.quote_prefix, style.quote_prefix)
+            return self._marked(style.quote, lambda: self.blocks(node.children, PARAGRAPH))
+        if kind in ("fence", "code_block"):
+            language = node.info.split()[0] if kind == "fence" and node.info.strip() else ""
+            mark = style.code_block(language)
+            return [Open(mark), Text(node.content.removesuffix("\n")), Close(mark)]
+        if kind == "hr":
+            return [Text(style.rule)]
+        if kind == "table":
+            return self._table(node)
+        if node.children:  # a block this walk does not know: its content, unmarked
+            return self.blocks(node.children, LINE)
+        return [Text(node.content)]
+
+    def _list(self, node: SyntaxTreeNode, ordered: bool) -> list[Piece]:
+        start = int(node.attrs.get("start", 1) or 1) if ordered else 1
+        items: list[list[Piece]] = []
+        for number, item in enumerate(node.children, start=start):
+            marker = f"{number}. " if ordered else self._style.bullet
+            inner = self.blocks(item.children, LINE) or [Text("")]  # an empty item keeps its bullet
+            items.append(_prefixed(inner, marker, " " * len(marker)))
+        return _joined(items, LINE)
+
+    def _table(self, node: SyntaxTreeNode) -> list[Piece]:
+        rows: list[list[Piece]] = []
+        for row in (row for section in node.children for row in section.children):
+            cells: list[Piece] = []
+            for cell in row.children:
+                cells += [Text(" | ")] if cells else []
+                cells += self._inline_of(cell)
+            rows.append(cells)
+        return _joined(rows, LINE)
+
+    # inline
+
+    def _inline_of(self, node: SyntaxTreeNode) -> list[Piece]:
+        out: list[Piece] = []
+        for child in node.children:  # a block's one "inline" node, or a table cell's
+            out += self._inline(child.children) if child.type == "inline" else self._inline([child])
+        return out
+
+    def _inline(self, nodes: Sequence[SyntaxTreeNode]) -> list[Piece]:
+        out: list[Piece] = []
+        for node in nodes:
+            out += self._span(node)
+        return out
+
+    def _span(self, node: SyntaxTreeNode) -> list[Piece]:
+        kind, style = node.type, self._style
+        marks = {"strong": style.bold, "em": style.italic, "s": style.strike}
+        if kind in ("text", "html_inline"):
+            return [Text(node.content)] if node.content else []
+        if kind in ("softbreak", "hardbreak"):
+            return [Text("\n")]
+        if kind == "code_inline":
+            return self._marked(style.code, lambda: [Text(node.content)])
+        if kind in marks:
+            return self._marked(marks[kind], lambda: self._inline(node.children))
+        if kind == "link":
+            return self._link(node)
+        if kind == "image":
+            alt, src = _visible(self._inline(node.children)), self._link_text(str(node.attrs.get("src", "")))
+            return [Text(f"{alt} ({src})" if alt else src)]
+        return self._inline(node.children) if node.children else [Text(node.content)]
+
+    def _link(self, node: SyntaxTreeNode) -> list[Piece]:
+        href = str(node.attrs.get("href", ""))
+        shown = self._link_text(href).removeprefix("mailto:")
+        inner = self._inline(node.children)
+        words = _visible(inner)
+        if not words.strip():
+            inner, words = [Text(shown)], shown
+        mark = self._style.link(href)
+        if mark is not None:
+            return self._marked(mark, lambda: inner)
+        if words == shown:  # <https://…> or <me@example.org>: the URL once
+            return inner
+        return [*inner, Text(f" ({shown})")]
+
+
+def _visible(pieces: Sequence[Piece]) -> str:
+    return "".join(p.text for p in pieces if isinstance(p, Text))

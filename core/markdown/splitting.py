@@ -1,0 +1,164 @@
+"""Writing a stream of pieces as messages that each fit a channel's limit.
+
+Messages end between blocks: at a ``Break``, the next block goes on in the same message
+when it fits there, else it starts the next one. Only a block longer than a whole message
+(a long code block, a paragraph of thousands of characters) is cut inside, at the last
+line break, else sentence end, else space that fits — at a piece boundary before a word
+is cut in two, and mid-word only when a message would otherwise be empty. At a cut every
+open mark is closed and the next message reopens it, so no message leaves a tag or a code
+fence open. Marks are opened lazily, just before the first text they hold, so a cut
+never leaves an empty ``<b></b>`` behind. The length measured is the written length
+(markup and escapes included), which is never less than what the reader sees.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Sequence
+
+from core.markdown.pieces import Break, Close, Mark, Open, Piece, Text
+
+_SENTENCE_END = re.compile(r"[.!?…][\"')\]]*\s")
+
+
+def split(pieces: Sequence[Piece], limit: int, escape: Callable[[str], str]) -> list[str]:
+    """``pieces`` written as messages of at most ``limit`` characters each (none when there is no text)."""
+    if limit < 1:
+        raise ValueError("limit must be positive")
+    return _write(pieces, limit, escape)
+
+
+def joined(pieces: Sequence[Piece], escape: Callable[[str], str]) -> str:
+    """``pieces`` written as one text, for a channel without a size limit."""
+    return "".join(_write(pieces, None, escape))
+
+
+def _write(pieces: Sequence[Piece], limit: int | None, escape: Callable[[str], str]) -> list[str]:
+    parts = _Parts(limit, escape)
+    for index, piece in enumerate(pieces):
+        if isinstance(piece, Text):
+            parts.text(piece.text)
+        elif isinstance(piece, Open):
+            parts.open(piece.mark)
+        elif isinstance(piece, Close):
+            parts.close()
+        else:
+            parts.block_break(piece.sep, _next_block(pieces, index + 1))
+    parts.end_part()
+    return parts.parts
+
+
+def _next_block(pieces: Sequence[Piece], start: int) -> list[Piece]:
+    end = start
+    while end < len(pieces) and not isinstance(pieces[end], Break):
+        end += 1
+    return list(pieces[start:end])
+
+
+class _Parts:
+    """The messages written so far and the one being filled; ``stack[:shown]`` are open in it."""
+
+    def __init__(self, limit: int | None, escape: Callable[[str], str]) -> None:
+        self._limit = sys.maxsize if limit is None else limit
+        self._escape = escape
+        self.parts: list[str] = []
+        self._out: list[str] = []
+        self._size = 0
+        self._stack: list[Mark] = []
+        self._shown = 0
+
+    def open(self, mark: Mark) -> None:
+        self._stack.append(mark)
+
+    def close(self) -> None:
+        mark = self._stack.pop()
+        if self._shown > len(self._stack):  # it was written in this message: close it there
+            self._put(mark.close)
+            self._shown -= 1
+
+    def end_part(self) -> None:
+        if not self._size:
+            return
+        for mark in reversed(self._stack[:self._shown]):
+            self._out.append(mark.close)
+        self.parts.append("".join(self._out))
+        self._out, self._size, self._shown = [], 0, 0
+
+    def block_break(self, sep: str, block: list[Piece]) -> None:
+        if not self._size:
+            return  # a message never starts with a separator
+        written_sep = self._escape(sep)
+        if self._cost(block, self._size + len(written_sep), self._shown) <= self._limit:
+            self._put(written_sep)
+        elif self._cost(block, 0, 0) <= self._limit or self._room() < self._limit // 3:
+            self.end_part()
+        else:  # longer than any message: start it here, it will be cut inside anyway
+            self._put(written_sep)
+
+    def text(self, raw: str) -> None:
+        while raw:
+            if not self._size:
+                raw = raw.lstrip("\n")
+                if not raw:
+                    return
+            written = self._escape(raw)
+            room = self._room()
+            if len(written) <= room:
+                self._emit(written)
+                return
+            cut, skip = self._cut(raw, room)
+            head = raw[:cut].rstrip()
+            if head:
+                self._emit(self._escape(head))
+            self.end_part()
+            raw = raw[cut + skip:]
+
+    def _cut(self, raw: str, room: int) -> tuple[int, int]:
+        """Where to end this message inside ``raw``: (characters kept, characters dropped)."""
+        fit, size = 0, 0
+        while fit < len(raw) and size + len(self._escape(raw[fit])) <= room:
+            size += len(self._escape(raw[fit]))
+            fit += 1
+        line = raw.rfind("\n", 0, fit + 1)
+        if line > fit // 3:
+            return line, 1
+        sentences = [m.end() - 1 for m in _SENTENCE_END.finditer(raw, 0, fit + 1)]
+        if sentences and sentences[-1] > fit // 3:
+            return sentences[-1], 1
+        space = max(raw.rfind(" ", 0, fit + 1), raw.rfind("\n", 0, fit + 1))
+        if space > 0:
+            return space, 1
+        if self._size:
+            return 0, 0  # end the message before this piece rather than inside a word
+        return max(fit, 1), 0
+
+    def _room(self) -> int:
+        closing = sum(len(m.close) for m in self._stack[:self._shown])
+        pending = sum(len(m.open) + len(m.close) for m in self._stack[self._shown:])
+        return self._limit - self._size - closing - pending
+
+    def _emit(self, written: str) -> None:
+        for mark in self._stack[self._shown:]:
+            self._put(mark.open)
+        self._shown = len(self._stack)
+        self._put(written)
+
+    def _put(self, written: str) -> None:
+        self._out.append(written)
+        self._size += len(written)
+
+    def _cost(self, block: list[Piece], size: int, shown: int) -> int:
+        """The message's length if ``block`` were written on at ``size`` with ``stack[:shown]`` open."""
+        stack = list(self._stack)
+        for piece in block:
+            if isinstance(piece, Open):
+                stack.append(piece.mark)
+            elif isinstance(piece, Close):
+                mark = stack.pop()
+                if shown > len(stack):
+                    size, shown = size + len(mark.close), shown - 1
+            elif isinstance(piece, Text) and piece.text:
+                size += sum(len(m.open) for m in stack[shown:]) + len(self._escape(piece.text))
+                shown = len(stack)
+        return size + sum(len(m.close) for m in stack[:shown])
