@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from core.inbox.front import FrontDoor, Handled
-from core.markdown.pieces import NO_MARK, Mark, Style, verbatim
+from core.markdown.pieces import NO_MARK, QUOTE_LINES, Mark, Style, verbatim
 from core.markdown.reading import appended, read
 from core.markdown.splitting import joined
 from core.message import Inbound
@@ -33,7 +33,8 @@ def _unmarked(language: str) -> Mark:
     return NO_MARK
 
 
-PLAIN = Style(bold=NO_MARK, italic=NO_MARK, strike=NO_MARK, code=NO_MARK, code_block=_unmarked, bullet="- ")
+PLAIN = Style(bold=NO_MARK, italic=NO_MARK, strike=NO_MARK, code=NO_MARK, code_block=_unmarked, quote=QUOTE_LINES,
+              bullet="- ")
 
 
 def plain_text(markdown: str, after: str = "") -> str:

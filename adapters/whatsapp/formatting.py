@@ -11,7 +11,7 @@ the fence and the next message opens it again.
 
 from __future__ import annotations
 
-from core.markdown.pieces import Mark, Style, verbatim
+from core.markdown.pieces import QUOTE_LINES, Mark, Style, verbatim
 from core.markdown.reading import appended, read
 from core.markdown.splitting import split
 
@@ -25,7 +25,7 @@ def _fence(language: str) -> Mark:
 
 WHATSAPP = Style(
     bold=Mark("*", "*"), italic=Mark("_", "_"), strike=Mark("~", "~"), code=Mark("`", "`"),
-    code_block=_fence, quote=None, quote_prefix="> ", bullet="- ",
+    code_block=_fence, quote=QUOTE_LINES, bullet="- ",
 )
 
 

@@ -15,13 +15,25 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Mark:
-    """Markup around a span: ``<b>``/``</b>``, ``*``/``*``, or nothing at all for plain text."""
+    """Markup around a span: ``<b>``/``</b>``, ``*``/``*``, or nothing at all for plain text.
+
+    ``line`` starts every further line inside the mark: a list item's indentation, a
+    WhatsApp quote's "> ". ``reopen`` is written instead of ``open`` when a message cut
+    inside the mark continues it (an item goes on indented, without a second bullet).
+    """
 
     open: str
     close: str
+    line: str = ""
+    reopen: str | None = None
+
+    @property
+    def again(self) -> str:
+        return self.open if self.reopen is None else self.reopen
 
 
 NO_MARK = Mark("", "")
+QUOTE_LINES = Mark("> ", "", line="> ")  # a quote as plain text writes it: every line starts with "> "
 
 
 @dataclass(frozen=True)
@@ -62,8 +74,8 @@ class Style:
     """How one channel writes each Markdown element.
 
     ``code_block`` gets the fence's language ("" when none). ``link`` gets the URL and
-    returns the mark around the link's text, or None for "text (URL)". ``quote`` None means
-    each quoted line starts with ``quote_prefix`` instead. Headings are written bold.
+    returns the mark around the link's text, or None for "text (URL)". ``quote`` is a pair
+    of tags, or a line prefix (``QUOTE_LINES``). Headings are written bold.
     """
 
     bold: Mark
@@ -71,8 +83,7 @@ class Style:
     strike: Mark
     code: Mark
     code_block: Callable[[str], Mark]
-    quote: Mark | None = None
-    quote_prefix: str = "> "
+    quote: Mark
     bullet: str = "• "
     rule: str = "———"
     link: Callable[[str], Mark | None] = no_link

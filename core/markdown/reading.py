@@ -6,10 +6,12 @@ where emphasis starts, and an unmatched ``**`` stays a character. The walk below
 the syntax tree onto the style. Blocks are separated by ``Break``s so that the splitter
 can end a message between them: top-level blocks and quoted paragraphs by a blank line,
 list items and the blocks inside an item by a line break. Lists are bullet or number
-lines, nested ones indented under their item's text; headings are bold lines; tables
-and images fall back to text (cells joined by " | ", an image as its alt text and URL).
-A mark already open is not opened again inside itself (bold in a heading), which keeps
-WhatsApp's ``*`` pairs and Telegram's one-level blockquote valid.
+lines, nested ones indented under their item's text (an item is a mark whose further
+lines start with its indentation, so a cut inside it keeps the indentation); headings are
+bold lines; tables and images fall back to text (cells joined by " | ", an image as its
+alt text and URL). A pair of marks already open is not opened again inside itself (bold
+in a heading), which keeps WhatsApp's ``*`` pairs and Telegram's one-level blockquote
+valid; a line prefix nests (WhatsApp's "> > ").
 """
 
 from __future__ import annotations
@@ -33,7 +35,18 @@ def read(markdown: str, style: Style) -> list[Piece]:
     """``markdown`` as pieces in ``style``; blank input gives no pieces."""
     parser = _parser()
     tree = SyntaxTreeNode(parser.parse(markdown))
-    return _Walk(style, parser.normalizeLinkText).blocks(tree.children, PARAGRAPH)
+    return _merged(_Walk(style, parser.normalizeLinkText).blocks(tree.children, PARAGRAPH))
+
+
+def _merged(pieces: Sequence[Piece]) -> list[Piece]:
+    """Neighbouring texts as one, so that a cut inside them can choose among all their sentence ends."""
+    out: list[Piece] = []
+    for piece in pieces:
+        if isinstance(piece, Text) and out and isinstance(out[-1], Text):
+            out[-1] = Text(out[-1].text + piece.text)
+        else:
+            out.append(piece)
+    return out
 
 
 def appended(pieces: Sequence[Piece], text: str) -> list[Piece]:
@@ -46,20 +59,6 @@ def appended(pieces: Sequence[Piece], text: str) -> list[Piece]:
 
 def _has_text(pieces: Sequence[Piece]) -> bool:
     return any(isinstance(p, Text) and p.text.strip() for p in pieces)
-
-
-def _prefixed(pieces: Sequence[Piece], first: str, rest: str) -> list[Piece]:
-    """Lines of ``pieces`` prefixed: ``first`` before the first line, ``rest`` before every other."""
-    out: list[Piece] = [Text(first)] if first else []
-    for piece in pieces:
-        if isinstance(piece, Text) and rest:
-            out.append(Text(piece.text.replace("\n", "\n" + rest)))
-        elif isinstance(piece, Break) and rest:
-            blank_lines = piece.sep.count("\n") - 1  # a blank line inside a quote keeps its ">"
-            out += [Break(("\n" + rest.rstrip()) * blank_lines + "\n"), Text(rest)]
-        else:
-            out.append(piece)
-    return out
 
 
 def _joined(blocks: Sequence[list[Piece]], sep: str) -> list[Piece]:
@@ -78,7 +77,7 @@ class _Walk:
         self._open: list[Mark] = []
 
     def _marked(self, mark: Mark, inner: Callable[[], list[Piece]]) -> list[Piece]:
-        if mark in self._open:
+        if mark.close and mark in self._open:  # a pair is not opened inside itself; a line prefix may nest
             return inner()
         self._open.append(mark)
         try:
@@ -100,8 +99,6 @@ class _Walk:
         if kind in ("bullet_list", "ordered_list"):
             return self._list(node, ordered=kind == "ordered_list")
         if kind == "blockquote":
-            if style.quote is None:
-                return _prefixed(self.blocks(node.children, PARAGRAPH), style.quote_prefix, style.quote_prefix)
             return self._marked(style.quote, lambda: self.blocks(node.children, PARAGRAPH))
         if kind in ("fence", "code_block"):
             language = node.info.split()[0] if kind == "fence" and node.info.strip() else ""
@@ -120,8 +117,9 @@ class _Walk:
         items: list[list[Piece]] = []
         for number, item in enumerate(node.children, start=start):
             marker = f"{number}. " if ordered else self._style.bullet
-            inner = self.blocks(item.children, LINE) or [Text("")]  # an empty item keeps its bullet
-            items.append(_prefixed(inner, marker, " " * len(marker)))
+            indent = " " * len(marker)  # the item's further lines, and its nested lists, under its text
+            mark = Mark(marker, "", line=indent, reopen=indent)
+            items.append([Open(mark), *self.blocks(item.children, LINE), Close(mark)])
         return _joined(items, LINE)
 
     def _table(self, node: SyntaxTreeNode) -> list[Piece]:

@@ -6,8 +6,10 @@ when it fits there, else it starts the next one. Only a block longer than a whol
 line break, else sentence end, else space that fits — at a piece boundary before a word
 is cut in two, and mid-word only when a message would otherwise be empty. At a cut every
 open mark is closed and the next message reopens it, so no message leaves a tag or a code
-fence open. Marks are opened lazily, just before the first text they hold, so a cut
-never leaves an empty ``<b></b>`` behind. The length measured is the written length
+fence open; a mark's line prefix (a list item's indentation, WhatsApp's "> ") starts
+every line inside it, the first line of a continued message too. Marks are opened
+lazily, just before the first text they hold, so a cut never leaves an empty
+``<b></b>`` behind. The length measured is the written length
 (markup and escapes included), which is never less than what the reader sees.
 """
 
@@ -56,8 +58,23 @@ def _next_block(pieces: Sequence[Piece], start: int) -> list[Piece]:
     return list(pieces[start:end])
 
 
+def _lined(written: str, prefix: str) -> str:
+    """``written`` with ``prefix`` after each line break (without its trailing spaces on a blank line)."""
+    if not prefix or "\n" not in written:
+        return written
+    lines = written.split("\n")
+    last = len(lines) - 1
+    return "\n".join([lines[0], *(prefix + line if line or n == last else prefix.rstrip()
+                                  for n, line in enumerate(lines[1:], start=1))])
+
+
 class _Parts:
-    """The messages written so far and the one being filled; ``stack[:shown]`` are open in it."""
+    """The messages written so far and the one being filled.
+
+    ``stack`` holds the marks open in the reading; ``stack[:shown]`` are written in the
+    current message, the rest wait for their first text. ``stack[:carried]`` were open
+    when the last message was cut, so they are written again with their ``again`` form.
+    """
 
     def __init__(self, limit: int | None, escape: Callable[[str], str]) -> None:
         self._limit = sys.maxsize if limit is None else limit
@@ -67,6 +84,8 @@ class _Parts:
         self._size = 0
         self._stack: list[Mark] = []
         self._shown = 0
+        self._carried = 0
+        self._sep = ""  # the separator before the next text, written only if a text follows in this message
 
     def open(self, mark: Mark) -> None:
         self._stack.append(mark)
@@ -76,6 +95,7 @@ class _Parts:
         if self._shown > len(self._stack):  # it was written in this message: close it there
             self._put(mark.close)
             self._shown -= 1
+        self._carried = min(self._carried, len(self._stack))
 
     def end_part(self) -> None:
         if not self._size:
@@ -83,43 +103,46 @@ class _Parts:
         for mark in reversed(self._stack[:self._shown]):
             self._out.append(mark.close)
         self.parts.append("".join(self._out))
-        self._out, self._size, self._shown = [], 0, 0
+        self._out, self._size, self._carried, self._shown, self._sep = [], 0, self._shown, 0, ""
 
     def block_break(self, sep: str, block: list[Piece]) -> None:
         if not self._size:
             return  # a message never starts with a separator
-        written_sep = self._escape(sep)
-        if self._cost(block, self._size + len(written_sep), self._shown) <= self._limit:
-            self._put(written_sep)
-        elif self._cost(block, 0, 0) <= self._limit or self._room() < self._limit // 3:
+        written_sep = _lined(self._escape(sep), _prefix(self._stack[:self._shown]))
+        if self._cost(block, self._size + len(written_sep), self._shown, self._carried) <= self._limit:
+            self._sep = written_sep
+        elif self._cost(block, 0, 0, self._shown) <= self._limit or self._room() - len(written_sep) < self._limit // 3:
             self.end_part()
         else:  # longer than any message: start it here, it will be cut inside anyway
-            self._put(written_sep)
+            self._sep = written_sep
 
     def text(self, raw: str) -> None:
+        prefix = _prefix(self._stack)  # every mark is written by the time this text is
         while raw:
             if not self._size:
                 raw = raw.lstrip("\n")
                 if not raw:
                     return
-            written = self._escape(raw)
+            written = _lined(self._escape(raw), prefix)
             room = self._room()
             if len(written) <= room:
                 self._emit(written)
                 return
-            cut, skip = self._cut(raw, room)
+            cut, skip = self._cut(raw, room, len(prefix))
             head = raw[:cut].rstrip()
             if head:
-                self._emit(self._escape(head))
+                self._emit(_lined(self._escape(head), prefix))
             self.end_part()
             raw = raw[cut + skip:]
 
-    def _cut(self, raw: str, room: int) -> tuple[int, int]:
+    def _cut(self, raw: str, room: int, prefix: int) -> tuple[int, int]:
         """Where to end this message inside ``raw``: (characters kept, characters dropped)."""
         fit, size = 0, 0
-        while fit < len(raw) and size + len(self._escape(raw[fit])) <= room:
-            size += len(self._escape(raw[fit]))
-            fit += 1
+        while fit < len(raw):
+            cost = len(self._escape(raw[fit])) + (prefix if raw[fit] == "\n" else 0)
+            if size + cost > room:
+                break
+            size, fit = size + cost, fit + 1
         line = raw.rfind("\n", 0, fit + 1)
         if line > fit // 3:
             return line, 1
@@ -127,7 +150,7 @@ class _Parts:
         if sentences and sentences[-1] > fit // 3:
             return sentences[-1], 1
         space = max(raw.rfind(" ", 0, fit + 1), raw.rfind("\n", 0, fit + 1))
-        if space > 0:
+        if space > 0 or (space == 0 and self._size):
             return space, 1
         if self._size:
             return 0, 0  # end the message before this piece rather than inside a word
@@ -135,12 +158,15 @@ class _Parts:
 
     def _room(self) -> int:
         closing = sum(len(m.close) for m in self._stack[:self._shown])
-        pending = sum(len(m.open) + len(m.close) for m in self._stack[self._shown:])
-        return self._limit - self._size - closing - pending
+        pending = sum(len(_opening(self._stack, n, self._carried)) + len(self._stack[n].close)
+                      for n in range(self._shown, len(self._stack)))
+        return self._limit - self._size - len(self._sep) - closing - pending
 
     def _emit(self, written: str) -> None:
-        for mark in self._stack[self._shown:]:
-            self._put(mark.open)
+        self._put(self._sep)
+        self._sep = ""
+        for n in range(self._shown, len(self._stack)):
+            self._put(_opening(self._stack, n, self._carried))
         self._shown = len(self._stack)
         self._put(written)
 
@@ -148,8 +174,8 @@ class _Parts:
         self._out.append(written)
         self._size += len(written)
 
-    def _cost(self, block: list[Piece], size: int, shown: int) -> int:
-        """The message's length if ``block`` were written on at ``size`` with ``stack[:shown]`` open."""
+    def _cost(self, block: list[Piece], size: int, shown: int, carried: int) -> int:
+        """The message's length if ``block`` were written on at ``size`` with ``stack[:shown]`` written."""
         stack = list(self._stack)
         for piece in block:
             if isinstance(piece, Open):
@@ -158,7 +184,17 @@ class _Parts:
                 mark = stack.pop()
                 if shown > len(stack):
                     size, shown = size + len(mark.close), shown - 1
+                carried = min(carried, len(stack))
             elif isinstance(piece, Text) and piece.text:
-                size += sum(len(m.open) for m in stack[shown:]) + len(self._escape(piece.text))
+                size += sum(len(_opening(stack, n, carried)) for n in range(shown, len(stack)))
+                size += len(_lined(self._escape(piece.text), _prefix(stack)))
                 shown = len(stack)
         return size + sum(len(m.close) for m in stack[:shown])
+
+
+def _prefix(marks: Sequence[Mark]) -> str:
+    return "".join(m.line for m in marks)
+
+
+def _opening(stack: Sequence[Mark], index: int, carried: int) -> str:
+    return stack[index].again if index < carried else stack[index].open
