@@ -4,7 +4,8 @@ markdown-it-py does the reading (CommonMark with strikethrough and tables; raw H
 so a model's ``<b>`` is text to escape, never markup to pass on): no regex guesses at
 where emphasis starts, and an unmatched ``**`` stays a character. The walk below maps
 the syntax tree onto the style. Blocks are separated by ``Break``s so that the splitter
-can end a message between them: top-level blocks and quoted paragraphs by a blank line,
+can end a message between them: top-level blocks and quoted paragraphs by a blank line
+(a line break where the author wrote none, as for a list right under its first line),
 list items and the blocks inside an item by a line break. Lists are bullet or number
 lines, nested ones indented under their item's text (an item is a mark whose further
 lines start with its indentation, so a cut inside it keeps the indentation); headings are
@@ -35,7 +36,12 @@ def read(markdown: str, style: Style) -> list[Piece]:
     """``markdown`` as pieces in ``style``; blank input gives no pieces."""
     parser = _parser()
     tree = SyntaxTreeNode(parser.parse(markdown))
-    return _merged(_Walk(style, parser.normalizeLinkText).blocks(tree.children, PARAGRAPH))
+    return _merged(_Walk(style, parser.normalizeLinkText, _source_lines(markdown)).blocks(tree.children, PARAGRAPH))
+
+
+def _source_lines(markdown: str) -> list[str]:
+    """The lines as markdown-it numbers them (it reads "\r\n" and a lone "\r" as "\n")."""
+    return markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _merged(pieces: Sequence[Piece]) -> list[Piece]:
@@ -71,8 +77,9 @@ def _joined(blocks: Sequence[list[Piece]], sep: str) -> list[Piece]:
 
 
 class _Walk:
-    def __init__(self, style: Style, link_text: Callable[[str], str]) -> None:
+    def __init__(self, style: Style, link_text: Callable[[str], str], lines: list[str]) -> None:
         self._style = style
+        self._lines = lines  # the Markdown's own lines, to see where its author left a blank line
         self._link_text = link_text  # a URL as people read it: percent-escapes and punycode undone
         self._open: list[Mark] = []
 
@@ -88,7 +95,21 @@ class _Walk:
     # blocks
 
     def blocks(self, nodes: Sequence[SyntaxTreeNode], sep: str) -> list[Piece]:
-        return _joined([b for b in (self._block(n) for n in nodes) if _has_text(b)], sep)
+        """The blocks ``sep`` apart, or a line apart where the author wrote no blank line between them."""
+        out: list[Piece] = []
+        for node in nodes:
+            block = self._block(node)
+            if not _has_text(block):
+                continue
+            if out:
+                out.append(Break(LINE if self._right_under(node) else sep))
+            out += block
+        return out
+
+    def _right_under(self, node: SyntaxTreeNode) -> bool:
+        """True when no blank line (inside a quote: no line of only ">") comes before ``node``'s first line."""
+        first = node.map[0] if node.map is not None else 0
+        return 0 < first <= len(self._lines) and bool(self._lines[first - 1].strip(" \t>"))
 
     def _block(self, node: SyntaxTreeNode) -> list[Piece]:
         kind, style = node.type, self._style

@@ -74,6 +74,11 @@ CASES = [
         "a cat (https://x.org/cat.png) then\n\nDay | Plan\nMon | *gym*\nTue | rest",
         id="image and table fall back to text"),
     pytest.param(
+        "Your notes:\n- one\n- two\n\n# Next\nText right under",
+        "Your notes:\n• one\n• two\n\n<b>Next</b>\nText right under",
+        "Your notes:\n- one\n- two\n\n*Next*\nText right under",
+        id="no blank line is added where the author wrote none"),
+    pytest.param(
         "line one\nline two  \nline three\n\n---\n\nafter",
         "line one\nline two\nline three\n\n———\n\nafter",
         "line one\nline two\nline three\n\n———\n\nafter",
