@@ -40,7 +40,7 @@ def read(markdown: str, style: Style) -> list[Piece]:
 
 
 def _source_lines(markdown: str) -> list[str]:
-    """The lines as markdown-it numbers them (it reads "\r\n" and a lone "\r" as "\n")."""
+    """The lines as markdown-it numbers them (it reads CR LF and a lone CR as a line break)."""
     return markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
@@ -59,8 +59,7 @@ def appended(pieces: Sequence[Piece], text: str) -> list[Piece]:
     """``pieces`` and then ``text`` as a block of its own, taken literally (not read as Markdown)."""
     if not text.strip():
         return list(pieces)
-    tail: list[Piece] = [Text(text)]
-    return [*pieces, Break(PARAGRAPH), *tail] if pieces else tail
+    return [*pieces, Break(PARAGRAPH), Text(text)] if pieces else [Text(text)]
 
 
 def _has_text(pieces: Sequence[Piece]) -> bool:

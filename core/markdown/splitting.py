@@ -9,8 +9,9 @@ open mark is closed and the next message reopens it, so no message leaves a tag 
 fence open; a mark's line prefix (a list item's indentation, WhatsApp's "> ") starts
 every line inside it, the first line of a continued message too. Marks are opened
 lazily, just before the first text they hold, so a cut never leaves an empty
-``<b></b>`` behind. The length measured is the written length
-(markup and escapes included), which is never less than what the reader sees.
+``<b></b>`` behind. Text is escaped as it is written, so a cut never splits an entity
+such as ``&amp;``. The length measured is the written one (markup and escapes
+included), which is never less than what the reader sees.
 """
 
 from __future__ import annotations
