@@ -6,7 +6,9 @@ behave exactly as there, anything else is a message the agent answers — and on
 ``/quit`` is the terminal's own. Interactive, it keeps reading while a turn runs, so
 ``/stop`` can end it. Fed by a pipe it reads one message a line and answers each before
 reading the next, so a script's transcript is deterministic. A line that is not UTF-8 is
-refused with a sentence and the chat goes on.
+refused with a sentence and the chat goes on. Answers are the model's Markdown read once
+(``core.markdown``) and written as plain text: marks dropped, lists as "- " lines, quotes
+as "> " lines, a link as "text (URL)".
 """
 
 from __future__ import annotations
@@ -16,12 +18,28 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from core.inbox.front import FrontDoor, Handled
+from core.markdown.pieces import NO_MARK, QUOTE_LINES, Mark, Style, verbatim
+from core.markdown.reading import appended, read
+from core.markdown.splitting import joined
 from core.message import Inbound
 from core.owner import Identity, Owner
-from core.replies import Reply
+from core.replies import Reply, choice_lines
 
 CHANNEL = "local"
 QUIT = "/quit"
+
+
+def _unmarked(language: str) -> Mark:
+    return NO_MARK
+
+
+PLAIN = Style(bold=NO_MARK, italic=NO_MARK, strike=NO_MARK, code=NO_MARK, code_block=_unmarked, quote=QUOTE_LINES,
+              bullet="- ")
+
+
+def plain_text(markdown: str, after: str = "") -> str:
+    """``markdown`` as the terminal shows it, then ``after`` as written (the numbered choices)."""
+    return joined(appended(read(markdown, PLAIN), after), verbatim)
 
 
 def _is_text(line: str) -> bool:
@@ -38,7 +56,7 @@ class TerminalSink:
         self._out = out
 
     async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
-        self._out.write(reply.text_form().rstrip() + "\n\n")
+        self._out.write(plain_text(reply.text, choice_lines(reply.choices)).rstrip() + "\n\n")
         self._out.flush()
 
 
@@ -53,7 +71,7 @@ class LocalChat:
         return Identity(CHANNEL, self.owner.name)
 
     def _say(self, text: str) -> None:
-        self.out.write(text.rstrip() + "\n\n")
+        self.out.write(plain_text(text).rstrip() + "\n\n")
         self.out.flush()
 
     async def _answered(self, handled: Handled) -> None:

@@ -1,7 +1,8 @@
-"""Sending to Telegram: split at 4,096 characters, safe HTML, bounded retries.
+"""Sending to Telegram: HTML in parts of at most 4,096 characters, bounded retries.
 
-Each part is sent as HTML made by ``to_html``; if Telegram rejects it (a bad-request
-answer), the same part goes again as plain text. Flood control (429) waits the
+The reply's Markdown is written as HTML parts by ``html_parts`` (each part's tags
+balanced, cut between blocks); if Telegram rejects a part (a bad-request answer), the
+same part goes again as its plain visible text. Flood control (429) waits the
 ``retry_after`` Telegram asks for, up to a minute; a server error or timeout is tried
 again after a short backoff; after ``ATTEMPTS`` tries, or at once when the owner blocked
 the bot, the send gives up with ``DeliveryFailed`` and a log line. Choices ride on the
@@ -23,13 +24,12 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 from telegram.warnings import PTBDeprecationWarning
 
-from adapters.telegram.formatting import to_html
+from adapters.telegram.formatting import TELEGRAM_LIMIT, html_parts, visible_text
 from core.errors import DeliveryFailed
 from core.owner import Identity, Owner
-from core.replies import Reply, split_reply
+from core.replies import Reply
 
 log = logging.getLogger("nod.telegram")
-TELEGRAM_LIMIT = 4_096  # characters per message
 ATTEMPTS = 4
 MAX_RETRY_AFTER_S = 60.0  # the longest flood-control pause Nod waits out
 BACKOFF_S = (0.5, 2.0, 5.0)
@@ -59,7 +59,7 @@ class TelegramSender:
         await self.send(int(to.external_id), reply.text, reply.choices)
 
     async def send(self, chat_id: int, text: str, choices: tuple[str, ...] = ()) -> None:
-        parts = split_reply(text, TELEGRAM_LIMIT) or ["…"]
+        parts = html_parts(text, TELEGRAM_LIMIT) or ["…"]
         for number, part in enumerate(parts, start=1):
             markup = choice_keyboard(choices) if choices and number == len(parts) else None
             await self._send_part(chat_id, part, markup)
@@ -67,11 +67,12 @@ class TelegramSender:
     async def _send_part(self, chat_id: int, part: str, markup: InlineKeyboardMarkup | None) -> Message:
         try:
             return await self.retrying("sendMessage", lambda: self._bot.send_message(
-                chat_id, to_html(part), parse_mode=ParseMode.HTML, reply_markup=markup))
+                chat_id, part, parse_mode=ParseMode.HTML, reply_markup=markup))
         except BadRequest:
             log.info("telegram_markup_rejected chat=%s; sending plain text", chat_id)
+        plain = visible_text(part)
         try:
-            return await self.retrying("sendMessage", lambda: self._bot.send_message(chat_id, part, reply_markup=markup))
+            return await self.retrying("sendMessage", lambda: self._bot.send_message(chat_id, plain, reply_markup=markup))
         except BadRequest as exc:
             raise DeliveryFailed("Telegram refused the message", code="400") from exc
 

@@ -1,7 +1,8 @@
 """Sending WhatsApp messages through Twilio's REST API with the twilio client (async).
 
-A reply is its text form (WhatsApp shows no buttons here: the choices are numbered)
-split at 1,600 characters; each send is bounded by ``SEND_TIMEOUT_S``. A create is not
+A reply is its Markdown written in WhatsApp's markup with the choices numbered under it
+(WhatsApp shows no buttons here), in parts of at most 1,600 characters cut between
+blocks (``adapters.whatsapp.formatting``); each send is bounded by ``SEND_TIMEOUT_S``. A create is not
 retried — Twilio may have accepted it, and a duplicate message is worse than a log line.
 Twilio's error code is logged and carried in ``DeliveryFailed`` (63016: outside the
 24-hour window for free-form messages), so the router can tell the owner elsewhere.
@@ -16,12 +17,12 @@ from twilio.base.exceptions import TwilioException, TwilioRestException
 from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.rest import Client
 
+from adapters.whatsapp.formatting import WHATSAPP_LIMIT, whatsapp_parts
 from core.errors import DeliveryFailed
 from core.owner import Identity, Owner
-from core.replies import Reply, split_reply
+from core.replies import Reply, choice_lines
 
 log = logging.getLogger("nod.whatsapp")
-WHATSAPP_LIMIT = 1_600  # characters per message body
 SEND_TIMEOUT_S = 15.0
 OUTSIDE_WINDOW = 63016
 
@@ -41,10 +42,10 @@ class TwilioSender:
         self.timeout_s = timeout_s
 
     async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
-        await self.send(to.external_id, reply.text_form())
+        await self.send(to.external_id, reply.text, reply.choices)
 
-    async def send(self, number: str, text: str) -> None:
-        for part in split_reply(text, WHATSAPP_LIMIT) or ["…"]:
+    async def send(self, number: str, text: str, choices: tuple[str, ...] = ()) -> None:
+        for part in whatsapp_parts(text, choice_lines(choices), WHATSAPP_LIMIT) or ["…"]:
             await self._send_part(number, part)
 
     async def _send_part(self, number: str, part: str) -> None:

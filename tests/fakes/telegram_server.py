@@ -3,8 +3,13 @@
 It answers the methods Nod uses (getMe, setMyCommands, deleteWebhook, setWebhook,
 getUpdates, sendMessage, sendChatAction, answerCallbackQuery, editMessageReplyMarkup)
 the way Telegram does, records every call, queues updates for long polling, and can be
-told to fail a method next (``fail("sendMessage", 429, retry_after=1)``). The helpers at
-the bottom build update JSON as Telegram sends it.
+told to fail a method next (``fail("sendMessage", 429, retry_after=1)``). sendMessage
+checks its text as Telegram does: with ``parse_mode=HTML`` the markup is parsed by
+Telegram's rules (``tests.fakes.telegram_html``: its tags only, balanced) and refused with
+400 "Bad Request: can't parse entities: …" otherwise; more than 4,096 characters of
+visible text, or none, is refused too. The message sent back carries the visible text and
+its entities, as Telegram's does; ``messages`` keeps them. The helpers at the bottom
+build update JSON as Telegram sends it.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.loopback import serve
+from tests.fakes.telegram_html import EntityError, Parsed, parse_html
 
 TOKEN = "123456:TEST-token"
 BOT_ID = 123456
 _JSON_FIELDS = ("reply_markup", "commands", "allowed_updates")
+MESSAGE_LIMIT = 4_096  # characters of visible text
 
 
 @dataclass
@@ -36,6 +43,7 @@ class Call:
 class FakeTelegramServer:
     token: str = TOKEN
     calls: list[Call] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # what sendMessage answered, as Telegram does
     _updates: list[dict[str, Any]] = field(default_factory=list)
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _called: asyncio.Event = field(default_factory=asyncio.Event)
@@ -98,7 +106,23 @@ class FakeTelegramServer:
         if failures:
             status, body = failures.pop(0)
             return web.json_response(body, status=status)
+        if method == "sendMessage":
+            try:
+                parsed = _message_text(params)
+            except EntityError as exc:
+                return web.json_response({"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"}, status=400)
+            return web.json_response({"ok": True, "result": self._sent(params, parsed)})
         return web.json_response({"ok": True, "result": await self._result(method, params)})
+
+    def _sent(self, params: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
+        chat = {"id": int(params["chat_id"]), "type": "private", "first_name": "Owner"}
+        message = {"message_id": next(self._ids), "date": 1_764_750_000, "chat": chat, "text": parsed.text}
+        if parsed.entities:
+            message["entities"] = parsed.entities
+        if "reply_markup" in params:
+            message["reply_markup"] = params["reply_markup"]
+        self.messages.append(message)
+        return message
 
     async def _result(self, method: str, params: dict[str, Any]) -> Any:
         if method == "getMe":
@@ -109,12 +133,6 @@ class FakeTelegramServer:
             if self.before_poll is not None:
                 await self.before_poll(offset)
             return await self._poll(offset)
-        if method == "sendMessage":
-            chat = {"id": int(params["chat_id"]), "type": "private", "first_name": "Owner"}
-            message = {"message_id": next(self._ids), "date": 1_764_750_000, "chat": chat, "text": params["text"]}
-            if "reply_markup" in params:
-                message["reply_markup"] = params["reply_markup"]
-            return message
         return True
 
     async def _poll(self, offset: int) -> list[dict[str, Any]]:
@@ -127,6 +145,23 @@ class FakeTelegramServer:
                 return []
             ready = [u for u in self._updates if u["update_id"] >= offset]
         return ready
+
+
+def _message_text(params: dict[str, Any]) -> Parsed:
+    """The text as Telegram reads it (EntityError carries its refusal, after "Bad Request: ")."""
+    text = str(params.get("text", ""))
+    if str(params.get("parse_mode", "")).upper() == "HTML":
+        try:
+            parsed = parse_html(text)
+        except EntityError as exc:
+            raise EntityError(f"can't parse entities: {exc}") from exc
+    else:
+        parsed = Parsed(text)
+    if not parsed.text.strip():
+        raise EntityError("message text is empty")
+    if len(parsed.text) > MESSAGE_LIMIT:
+        raise EntityError("message is too long")
+    return parsed
 
 
 def _chat(user_id: int, chat_type: str) -> dict[str, Any]:

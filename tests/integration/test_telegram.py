@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
+from telegram import Message
+from telegram.constants import ParseMode
+from telegram.error import BadRequest
 
 from core.storage.schema import messages as messages_table
 from tests.fakes.model_server import FakeModelServer, structured, text, tool
@@ -123,10 +127,13 @@ async def test_flood_control_429_is_waited_out_then_the_reply_arrives(
 async def test_rejected_markup_is_sent_again_as_plain_text(live: Live, server: FakeModelServer,
                                                             telegram: FakeTelegramServer) -> None:
     telegram.fail("sendMessage", 400, description="Bad Request: can't parse entities")
-    server.enqueue(AGENT, text("a **b** c"))
+    server.enqueue(AGENT, text("a **b** & <c>"))
     await live.post_update(message_update(1, MAYA_TELEGRAM, "hello"))
     sent = await telegram.wait_for("sendMessage", 2)
-    assert sent[1]["text"] == "a **b** c" and "parse_mode" not in sent[1]
+    assert sent[0]["text"] == "a <b>b</b> &amp; &lt;c&gt;" and sent[0]["parse_mode"] == "HTML"
+    assert sent[1]["text"] == "a b & <c>" and "parse_mode" not in sent[1]  # the part as its reader would see it
+    await _settle(live)
+    assert (await _stored(live))[1][1] == "a **b** & <c>"  # what is kept is the model's text, not what was sent
 
 
 async def test_a_long_reply_is_split_at_4096_on_paragraphs(live: Live, server: FakeModelServer,
@@ -140,6 +147,50 @@ async def test_a_long_reply_is_split_at_4096_on_paragraphs(live: Live, server: F
     assert len(parts) >= 3 and all(len(p) <= 4096 for p in parts)
     assert all(p.startswith("Paragraph") for p in parts)
     assert " ".join(" ".join(parts).split()) == " ".join(" ".join(paragraphs).split())
+
+
+RICH_REPLY = "\n\n".join([
+    "# Your week in *Porto*",
+    "Book [the river hotel](https://example.org/hotels/ribeira_(river)?a=1&b=2) — ~~Lisbon~~ **Porto** it is.",
+    "> Travel light.\n> Eat well.",
+    "\n".join(f"- Day {n}: **walk** the _old_ town, then `café < 5€ & tip`\n  - and rest" for n in range(1, 41)),
+    "```python\n" + "\n".join(f"if budget[{n}] < 100 and hotel != '<none>':  # day {n}" for n in range(150)) + "\n```",
+    "1. pack\n2. go",
+])
+
+
+async def test_a_markdown_rich_long_reply_arrives_in_parts_telegram_accepts(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    server.enqueue(AGENT, text(RICH_REPLY))
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "plan my week"))
+    await telegram.wait_for("sendMessage", 3)
+    await _settle(live)
+    sent = telegram.of("sendMessage")
+    assert len(sent) >= 3 and all(p["parse_mode"] == "HTML" and len(p["text"]) <= 4096 for p in sent)
+    assert len(telegram.messages) == len(sent)  # every part parsed as Telegram does: none refused, no plain resend
+    bot = live.running.telegram.application.bot  # type: ignore[union-attr]
+    delivered = [Message.de_json(m, bot) for m in telegram.messages]
+    kinds = {e.type for m in delivered for e in m.entities}
+    assert {"bold", "italic", "strikethrough", "code", "pre", "text_link", "blockquote"} <= kinds
+    link = next(e for m in delivered for e in m.entities if e.type == "text_link")
+    assert link.url == "https://example.org/hotels/ribeira_(river)?a=1&b=2"
+    assert delivered[0].text.startswith("Your week in Porto\n\nBook the river hotel — Lisbon Porto it is.")
+    pres = [(m.parse_entity(e), e.language) for m in delivered for e in m.entities if e.type == "pre"]
+    assert len(pres) >= 2 and all(language == "python" for _, language in pres)  # the block was cut and reopened
+    assert "".join(code for code, _ in pres).count("if budget[") == 150
+    assert delivered[-1].text.endswith("1. pack\n2. go")
+    assert (await _stored(live))[1][1] == RICH_REPLY  # the model's Markdown is what is kept
+
+
+async def test_the_fake_bot_api_refuses_html_telegram_would_refuse(live: Live) -> None:
+    bot = live.running.telegram.application.bot  # type: ignore[union-attr]
+    for markup in ("<b>open", "<b>x</i>", "<p>para</p>", "a < b", "<b>x</b></b>"):
+        with pytest.raises(BadRequest, match="Can't parse entities"):
+            await bot.send_message(MAYA_TELEGRAM, markup, parse_mode=ParseMode.HTML)
+    with pytest.raises(BadRequest, match="Message is too long"):
+        await bot.send_message(MAYA_TELEGRAM, "<b>" + "x" * 4097 + "</b>", parse_mode=ParseMode.HTML)
+    accepted = await bot.send_message(MAYA_TELEGRAM, "<b>" + "x" * 4000 + "</b> &lt;&amp;&gt;", parse_mode=ParseMode.HTML)
+    assert accepted.text.endswith(" <&>") and accepted.entities[0].type == "bold"
 
 
 async def test_a_card_tap_is_stored_as_nods_wording_and_starts_a_turn(

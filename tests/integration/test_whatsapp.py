@@ -37,6 +37,18 @@ async def test_a_message_in_empty_twiml_at_once_and_the_reply_through_the_rest_a
     assert (await _stored(live))[0] == ("owner", "book the dentist", False, False, "SM1")
 
 
+async def test_markdown_is_sent_in_whatsapp_markup_and_the_choices_stay_numbered_under_it(
+        live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
+    reply = "## Options\n\n1. **Tuesday** at the [clinic](https://example.org/dr_ana)\n2. ~~Monday~~ *Wednesday*"
+    server.enqueue(AGENT, tool("offer_choices", {"choices": ["Tuesday", "Wednesday"]}), text(reply))
+    await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "when can I go?"))
+    assert await twilio.wait_for(1) == [
+        "*Options*\n\n1. *Tuesday* at the clinic (https://example.org/dr_ana)\n2. ~Monday~ _Wednesday_"
+        "\n\n1. Tuesday\n2. Wednesday"]
+    await _settle(live)
+    assert (await _stored(live))[1][1] == reply + "\n\n1. Tuesday\n2. Wednesday"  # stored: the text form, unformatted
+
+
 async def test_a_bad_or_missing_signature_is_refused_and_nothing_is_stored(
         live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
     form = inbound_form("SM1", MAYA_WHATSAPP, "hello")

@@ -1,31 +1,18 @@
-"""Channel-independent pieces with no I/O: formatting, command names, WhatsApp forms, work slots."""
+"""Channel-independent pieces with no I/O: command names, WhatsApp forms, work slots."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 
-from adapters.telegram.formatting import to_html
 from adapters.whatsapp.inbound import incoming_message
 from core.agent.slots import WorkSlots, waiting_elsewhere
 from core.inbox.commands import command_name
-from core.replies import Reply
-
-
-def test_markdown_becomes_escaped_telegram_html_and_unmatched_marks_stay_text() -> None:
-    assert to_html("**bold** & <tag> `a<b` ```\nx < y\n```") == "<b>bold</b> &amp; &lt;tag&gt; <code>a&lt;b</code> <pre>x &lt; y\n</pre>"
-    assert to_html("2 ** 3 and a lone ` tick") == "2 ** 3 and a lone ` tick"
-    assert to_html("**not closed") == "**not closed"
 
 
 def test_only_the_known_commands_are_commands() -> None:
     assert command_name("/memory") == "memory" and command_name("/Memory@NodBot please") == "memory"
     assert command_name("/shrug") is None and command_name("memory") is None and command_name("/") is None
-
-
-def test_a_reply_text_form_lists_its_choices() -> None:
-    assert Reply("Pick one", ("A", "B")).text_form() == "Pick one\n\n1. A\n2. B"
-    assert Reply("Plain").text_form() == "Plain"
 
 
 def test_whatsapp_forms_become_incoming_messages() -> None:

@@ -1,12 +1,20 @@
-"""Reply splitting: every part fits, cuts fall on paragraphs, sentences, then spaces."""
+"""Reply splitting on plain text: every part fits, cuts fall on paragraphs, sentences, then spaces."""
 
 from __future__ import annotations
 
 import pytest
 
+from adapters.local.chat import PLAIN
 from adapters.telegram.sink import TELEGRAM_LIMIT
 from adapters.whatsapp.sink import WHATSAPP_LIMIT
-from core.replies import split_reply
+from core.markdown.pieces import verbatim
+from core.markdown.reading import read
+from core.markdown.splitting import split
+from core.replies import Reply, choice_lines
+
+
+def split_reply(text: str, limit: int) -> list[str]:
+    return split(read(text, PLAIN), limit, verbatim)
 
 
 def test_a_short_reply_is_one_part() -> None:
@@ -30,3 +38,9 @@ def test_nothing_is_lost_and_every_part_fits(limit: int) -> None:
     parts = split_reply(text, limit)
     assert all(0 < len(p) <= limit for p in parts)
     assert "".join(parts).replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
+
+
+def test_a_reply_text_form_lists_its_choices() -> None:
+    assert Reply("Pick one", ("A", "B")).text_form() == "Pick one\n\n1. A\n2. B"
+    assert Reply("Plain").text_form() == "Plain"
+    assert choice_lines(("A", "B")) == "1. A\n2. B" and choice_lines(()) == ""
