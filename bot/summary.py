@@ -50,6 +50,12 @@ def _page(s: Settings) -> str:
     return f"on, {str(s.public_url).rstrip('/')}/settings/memory (links from /settings)"
 
 
+def _gmail(s: Settings) -> str:
+    if not s.google_client_id:
+        return "off: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (the writing style from sent mail)"
+    return "on, owners connect it from the memory page or nod gmail connect"
+
+
 def _models(s: Settings) -> list[str]:
     agent = (f"on, {s.agent_model} at {_server(s.openai_base_url)}" if s.agent_model
              else "off: set NOD_AGENT_MODEL (each message gets a sentence saying so)")
@@ -75,6 +81,7 @@ def start_summary(settings: Settings, search_index: Path | None) -> str:
         _line("Telegram", _telegram(settings)),
         _line("WhatsApp", whatsapp),
         _line("memory page", _page(settings)),
+        _line("Gmail", _gmail(settings)),
         *_models(settings),
         _line("maintenance", "on, hourly at minute 7 UTC" + ("" if settings.memory_model
                                                             else " (repairs only: reflection needs NOD_MEMORY_MODEL)")),

@@ -18,6 +18,7 @@ def test_with_nothing_configured_every_part_says_what_turns_it_on(tmp_path: Path
         "  Telegram      off: set TELEGRAM_BOT_TOKEN (from @BotFather)",
         "  WhatsApp      off: set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_WHATSAPP_FROM, NOD_PUBLIC_URL",
         "  memory page   off: set NOD_PUBLIC_URL and NOD_SECRET_KEY",
+        "  Gmail         off: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (the writing style from sent mail)",
         "  agent model   off: set NOD_AGENT_MODEL (each message gets a sentence saying so)",
         "  memory model  off: set NOD_MEMORY_MODEL (nothing is saved, no evidence is selected)",
         "  voice notes   off: set NOD_TRANSCRIBE_MODEL (voice notes get a sentence saying so)",
@@ -36,13 +37,14 @@ def test_with_everything_configured_each_part_is_on_and_no_secret_is_shown() -> 
         agent_model="qwen3:8b", memory_model="qwen3:4b", transcribe_model="whisper-1",
         telegram_bot_token="123:ABC", telegram_webhook_url="https://nod.example.com/webhooks/telegram",
         telegram_webhook_secret="w", twilio_account_sid="AC1", twilio_auth_token="tok",
-        twilio_whatsapp_from="+15550001111",
+        twilio_whatsapp_from="+15550001111", google_client_id="gid", google_client_secret="gsecret",
     )
     summary = start_summary(settings, None)
     assert summary.splitlines()[1:] == [
         "  Telegram      on, webhook https://nod.example.com/webhooks/telegram",
         "  WhatsApp      on, Twilio from +15550001111, webhook https://nod.example.com/webhooks/whatsapp",
         "  memory page   on, https://nod.example.com/settings/memory (links from /settings)",
+        "  Gmail         on, owners connect it from the memory page or nod gmail connect",
         "  agent model   on, qwen3:8b at 127.0.0.1:11434",
         "  memory model  on, qwen3:4b at 127.0.0.1:11434",
         "  voice notes   on, whisper-1",
@@ -50,7 +52,7 @@ def test_with_everything_configured_each_part_is_on_and_no_secret_is_shown() -> 
         "  database      postgresql+asyncpg://nod:***@db.internal:5432/nod",
         "  search index  the database's own (PostgreSQL full text)",
     ]
-    for secret in ("hunter2", "sk-live-123", "123:ABC", "tok", "s" * 32):
+    for secret in ("hunter2", "sk-live-123", "123:ABC", "tok", "s" * 32, "gsecret"):
         assert secret not in summary
 
 
