@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
@@ -70,6 +70,7 @@ class Settings(BaseSettings):
     # unset: INFO for `nod run`, WARNING for one-shot commands
     log_level: str | None = Field(None, validation_alias=_var("NOD_LOG_LEVEL"))
     log_text: bool = Field(False, validation_alias=_var("NOD_LOG_TEXT"))
+    reads_environment: ClassVar[bool] = False
 
     @classmethod
     def settings_customise_sources(
@@ -78,7 +79,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Values given in code are the whole story; ``FromEnvironment`` reads the outside."""
-        return (init_settings,)
+        return (init_settings, env_settings, dotenv_settings) if cls.reads_environment else (init_settings,)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -136,13 +137,7 @@ class Settings(BaseSettings):
 class FromEnvironment(Settings):
     """Settings as ``nod`` reads them: the environment, then ``.env``."""
 
-    @classmethod
-    def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, dotenv_settings)
+    reads_environment: ClassVar[bool] = True
 
 
 def _names(field: str) -> tuple[str, ...]:
