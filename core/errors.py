@@ -23,6 +23,9 @@ carries it to the agent); none of them is a bug report.
     │   │   └── ModelDeclined ... the model itself declined to answer (its ``refusal``); not retried
     │   ├── UnreadableAnswer .... the answer was not the JSON that was asked for
     │   └── AnswerCut ........... the answer ran out of room before it ended (finish_reason "length")
+    ├── VoiceError .............. a voice note could not be listened to
+    │   ├── AudioTooLarge ....... it is over the size or length Nod listens to
+    │   └── AudioUnavailable .... the channel could not hand over its audio
     └── DeliveryFailed .......... a channel could not hand a reply to the owner
 """
 
@@ -112,6 +115,18 @@ class ModelDeclined(ModelRefused):
 
 class AnswerCut(ModelError):
     """The answer stopped at the token limit: asking the same again would stop there again."""
+
+
+class VoiceError(NodError):
+    """A voice note could not be listened to; the owner is told in one sentence."""
+
+
+class AudioTooLarge(VoiceError):
+    """The audio is over the size or duration Nod transcribes (``core.voice``)."""
+
+
+class AudioUnavailable(VoiceError):
+    """The channel could not hand over the audio (gone, refused, unreachable)."""
 
 
 class DeliveryFailed(NodError):

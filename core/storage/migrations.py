@@ -276,6 +276,15 @@ _USAGE_DETAIL = (
     "ALTER TABLE usage ADD COLUMN estimated BOOLEAN NOT NULL DEFAULT false",
 )
 
+# Voice notes (migration 8): a transcript is the owner's message flagged ``voice``; a note
+# waiting to be transcribed keeps the channel's reference to its audio (JSON: a Telegram
+# file_id or a Twilio media URL, never the audio), so a turn a crash interrupted can fetch
+# it again. The reference is cleared once the note is heard or given up on.
+_VOICE = (
+    "ALTER TABLE messages ADD COLUMN voice BOOLEAN NOT NULL DEFAULT false",
+    "ALTER TABLE messages ADD COLUMN voice_note TEXT",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
@@ -287,6 +296,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               tuple(q.format(time="TIMESTAMPTZ") for q in _PAGE)),
     Migration(7, "usage: cached prompt tokens, estimated when the server reported none",
               _USAGE_DETAIL, _USAGE_DETAIL),
+    Migration(8, "voice notes: transcripts flagged voice, the reference of a note awaiting transcription",
+              _VOICE, _VOICE),
 )
 
 _LEDGER = (
