@@ -32,6 +32,9 @@ class Settings:
     memory_model: str | None = None
     memory_base_url: str | None = None
     memory_api_key: str | None = None
+    transcribe_model: str | None = None  # voice notes: an OpenAI-compatible /v1/audio/transcriptions model
+    transcribe_base_url: str | None = None
+    transcribe_api_key: str | None = None
     telegram_bot_token: str | None = None
     telegram_webhook_url: str | None = None
     telegram_webhook_secret: str | None = None
@@ -64,6 +67,9 @@ _VARIABLES = {
     "NOD_MEMORY_MODEL": "memory_model",
     "NOD_MEMORY_BASE_URL": "memory_base_url",
     "NOD_MEMORY_API_KEY": "memory_api_key",
+    "NOD_TRANSCRIBE_MODEL": "transcribe_model",
+    "NOD_TRANSCRIBE_BASE_URL": "transcribe_base_url",
+    "NOD_TRANSCRIBE_API_KEY": "transcribe_api_key",
     "TELEGRAM_BOT_TOKEN": "telegram_bot_token",
     "TELEGRAM_WEBHOOK_URL": "telegram_webhook_url",
     "TELEGRAM_WEBHOOK_SECRET": "telegram_webhook_secret",
@@ -176,4 +182,9 @@ def load_settings(
     uses_openai = ("NOD_AGENT_MODEL" in present or "NOD_MEMORY_MODEL" in present)
     if uses_openai and "OPENAI_BASE_URL" not in present and "OPENAI_API_KEY" not in present:
         raise ConfigError("A model is configured for OpenAI's own API, so OPENAI_API_KEY must be set.")
+    if "NOD_TRANSCRIBE_MODEL" in present and not any(
+            name in present for name in ("NOD_TRANSCRIBE_BASE_URL", "NOD_TRANSCRIBE_API_KEY", "OPENAI_BASE_URL",
+                                         "OPENAI_API_KEY")):
+        raise ConfigError("NOD_TRANSCRIBE_MODEL is set for OpenAI's own API, so OPENAI_API_KEY "
+                          "(or NOD_TRANSCRIBE_API_KEY) must be set.")
     return Settings(**{_VARIABLES[n]: _parse(n, raw) for n, raw in present.items()})
