@@ -3,8 +3,10 @@
 It answers the methods Nod uses (getMe, setMyCommands, deleteWebhook, setWebhook,
 getUpdates, sendMessage, sendChatAction, answerCallbackQuery, editMessageReplyMarkup)
 the way Telegram does, records every call, queues updates for long polling, and can be
-told to fail a method next (``fail("sendMessage", 429, retry_after=1)``). The helpers at
-the bottom build update JSON as Telegram sends it.
+told to fail a method next (``fail("sendMessage", 429, retry_after=1)``). Files a test
+adds (``add_file``) are served as Telegram does: ``getFile`` gives their path and size,
+``GET /file/bot<token>/<path>`` their bytes. The helpers at the bottom build update JSON
+as Telegram sends it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class FakeTelegramServer:
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
     _runner: web.AppRunner | None = None
     port: int = 0
+    files: dict[str, tuple[bytes, str, int]] = field(default_factory=dict)  # file_id -> bytes, path, declared size
+    downloads: list[str] = field(default_factory=list)  # the file paths fetched
     # awaited with each getUpdates offset before answering: a test checks what is stored by then
     before_poll: Callable[[int], Awaitable[None]] | None = None
 
@@ -53,6 +57,7 @@ class FakeTelegramServer:
     async def start(self) -> FakeTelegramServer:
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner, self.port = await serve(app)
         return self
 
@@ -64,6 +69,21 @@ class FakeTelegramServer:
         """Queue an update for getUpdates (long polling)."""
         self._updates.append(update)
         self._arrived.set()
+
+    def add_file(self, file_id: str, data: bytes, declared_size: int | None = None) -> None:
+        """A file getFile answers for; ``declared_size`` is what it says (the real size by default)."""
+        path = f"voice/file_{len(self.files)}.oga"
+        self.files[file_id] = (data, path, len(data) if declared_size is None else declared_size)
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        path = request.match_info["path"]
+        self.downloads.append(path)
+        for data, stored, _ in self.files.values():
+            if stored == path:
+                return web.Response(body=data, content_type="audio/ogg")
+        return web.Response(status=404)
 
     def fail(self, method: str, status: int, retry_after: int | None = None, description: str = "error") -> None:
         body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
@@ -98,7 +118,10 @@ class FakeTelegramServer:
         if failures:
             status, body = failures.pop(0)
             return web.json_response(body, status=status)
-        return web.json_response({"ok": True, "result": await self._result(method, params)})
+        try:
+            return web.json_response({"ok": True, "result": await self._result(method, params)})
+        except _BadRequest as exc:
+            return web.json_response({"ok": False, "error_code": 400, "description": str(exc)}, status=400)
 
     async def _result(self, method: str, params: dict[str, Any]) -> Any:
         if method == "getMe":
@@ -109,6 +132,15 @@ class FakeTelegramServer:
             if self.before_poll is not None:
                 await self.before_poll(offset)
             return await self._poll(offset)
+        if method == "getFile":
+            found = self.files.get(str(params.get("file_id")))
+            if found is None:
+                raise _BadRequest("Bad Request: invalid file_id")
+            data, path, size = found
+            if size > 20 * 1024 * 1024:
+                raise _BadRequest("Bad Request: file is too big")
+            return {"file_id": params["file_id"], "file_unique_id": f"u{params['file_id']}", "file_size": size,
+                    "file_path": path}
         if method == "sendMessage":
             chat = {"id": int(params["chat_id"]), "type": "private", "first_name": "Owner"}
             message = {"message_id": next(self._ids), "date": 1_764_750_000, "chat": chat, "text": params["text"]}
@@ -127,6 +159,10 @@ class FakeTelegramServer:
                 return []
             ready = [u for u in self._updates if u["update_id"] >= offset]
         return ready
+
+
+class _BadRequest(Exception):
+    """A method's 400 answer, with Telegram's description."""
 
 
 def _chat(user_id: int, chat_type: str) -> dict[str, Any]:
@@ -158,3 +194,13 @@ def callback_update(update_id: int, user_id: int, data: str, sent: dict[str, Any
     query = {"id": f"cb{update_id}", "from": {"id": user_id, "is_bot": False, "first_name": "Maya"},
              "chat_instance": "ci", "data": data, "message": message}
     return {"update_id": update_id, "callback_query": query}
+
+
+def voice_update(update_id: int, user_id: int, file_id: str, *, duration: int = 4, file_size: int | None = None,
+                 **extra: Any) -> dict[str, Any]:
+    """An update carrying a voice message (OGG Opus, as Telegram's apps record it)."""
+    voice: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}", "duration": duration,
+                             "mime_type": "audio/ogg"}
+    if file_size is not None:
+        voice["file_size"] = file_size
+    return message_update(update_id, user_id, voice=voice, **extra)
