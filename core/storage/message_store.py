@@ -131,7 +131,8 @@ class MessageStore:
             if conn.dialect.name == "postgresql":  # two resets at once: the second waits, then ends the first's thread
                 await conn.execute(select(owners.c.id).where(owners.c.id == owner_id).with_for_update())
             await conn.execute(
-                update(messages).where(and_(messages.c.owner_id == owner_id, messages.c.awaiting)).values(awaiting=False)
+                update(messages).where(and_(messages.c.owner_id == owner_id, messages.c.awaiting))
+                .values(awaiting=False, voice_note=None)
             )
             await conn.execute(
                 update(threads)
@@ -206,7 +207,7 @@ class MessageStore:
         before its own too: they were in its view.
         """
         values = _row_values(reply, await self.active_thread(owner_id))
-        claim = update(messages).where(messages.c.id == request_id, messages.c.awaiting).values(awaiting=False)
+        claim = self._claiming(request_id)
         async with writing(self._engine) as conn:
             if (await conn.execute(claim)).rowcount != 1:
                 log.info("reply_not_stored owner=%s answers=%s reason=settled", owner_id, request_id)
@@ -225,7 +226,7 @@ class MessageStore:
         For a notice (an apology, "no model"): the owner receives it, but it is not
         conversation, so it is not stored where later prompts and evidence would read it.
         """
-        claim = update(messages).where(messages.c.id == request_id, messages.c.awaiting).values(awaiting=False)
+        claim = self._claiming(request_id)
         async with writing(self._engine) as conn:
             if (await conn.execute(claim)).rowcount != 1:
                 log.info("notice_not_sent owner=%s answers=%s reason=settled", owner_id, request_id)
@@ -235,11 +236,17 @@ class MessageStore:
         return True
 
     @staticmethod
+    def _claiming(request_id: int) -> Any:
+        """The request answered now: no longer awaiting, and a voice note's reference dropped with it."""
+        return (update(messages).where(messages.c.id == request_id, messages.c.awaiting)
+                .values(awaiting=False, voice_note=None))
+
+    @staticmethod
     def _settling(owner_id: int, up_to: int | None) -> Any:
         condition = and_(messages.c.owner_id == owner_id, messages.c.awaiting)
         if up_to is not None:
             condition = and_(condition, messages.c.id <= up_to)
-        return update(messages).where(condition).values(awaiting=False)
+        return update(messages).where(condition).values(awaiting=False, voice_note=None)  # settled: not heard later
 
     async def settle(self, owner_id: int, up_to: int | None = None) -> None:
         """The owner's requests up to ``up_to`` (all when None) need no answer any more."""

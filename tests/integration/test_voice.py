@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
+from core.message import Inbound, VoiceNote
+from core.owner import Identity
 from core.storage.schema import messages as messages_table
 from core.voice import CANNOT_LISTEN, MAX_AUDIO_BYTES, TOO_BIG, TOO_LONG, UNHEARD
 from tests.fakes.model_server import FakeModelServer, Heard, text
 from tests.fakes.telegram_server import FakeTelegramServer, message_update, voice_update
 from tests.fakes.twilio_server import FakeTwilioServer, inbound_form
-from tests.integration.harness import AGENT
+from tests.integration.harness import AGENT, make_harness
 from tests.integration.live import MAYA_TELEGRAM, MAYA_WHATSAPP, Live, make_live
 
 TRANSCRIBE = "whisper-1"
@@ -168,15 +171,17 @@ async def test_a_failed_transcription_is_one_sentence_and_the_note_stays_an_atta
 
 
 async def test_a_voice_note_whose_transcription_a_crash_cut_off_is_heard_and_answered_after_the_restart(
-        tmp_path: Path, server: FakeModelServer, telegram: FakeTelegramServer, twilio: FakeTwilioServer) -> None:
+        tmp_path: Path, database_url: str, server: FakeModelServer, telegram: FakeTelegramServer,
+        twilio: FakeTwilioServer) -> None:
     telegram.add_file("F1", AUDIO)
     server.enqueue_transcript(TRANSCRIBE, Heard("too late", delay_s=60))
-    async for live in make_live(tmp_path, server, telegram, twilio, transcribe_model=TRANSCRIBE):
+    on = {"transcribe_model": TRANSCRIBE, "database_url": database_url}  # SQLite, and PostgreSQL when configured
+    async for live in make_live(tmp_path, server, telegram, twilio, **on):
         assert await live.post_update(voice_update(1, MAYA_TELEGRAM, "F1", duration=5)) == 200
         await server.wait_for_calls(1, "transcribe")  # the process dies while the note is being heard
     server.enqueue_transcript(TRANSCRIBE, Heard("book the dentist for Tuesday"))
     server.enqueue(AGENT, text("Which time suits you?"))
-    async for live in make_live(tmp_path, server, telegram, twilio, transcribe_model=TRANSCRIBE):
+    async for live in make_live(tmp_path, server, telegram, twilio, **on):
         note = (await _stored(live))[0]
         assert note[4] is not None and note[5]  # stored awaiting, with its reference (never its audio)
         assert await live.running.front.recover(live.running.names) == 1
@@ -189,3 +194,36 @@ async def test_a_voice_note_whose_transcription_a_crash_cut_off_is_heard_and_ans
         assert len(server.calls("transcribe")) == 2
         assert [r.outcome for r in await live.nod.usage_rows("transcribe")] == ["stopped", "ok"]
     assert _audio_on_disk(tmp_path) == []
+
+
+@dataclass
+class Clips:
+    """A channel's audio as a dictionary: the AudioSource port with nothing behind it."""
+
+    clips: dict[str, bytes]
+
+    async def fetch(self, note: VoiceNote, max_bytes: int) -> bytes:
+        return self.clips[note.source]
+
+
+async def test_a_message_typed_while_a_note_is_heard_restarts_the_turn_and_both_are_answered_once(
+        tmp_path: Path, server: FakeModelServer) -> None:
+    server.enqueue_transcript(TRANSCRIBE, Heard("first words", delay_s=60), Heard("call the plumber"))
+    server.enqueue(AGENT, text("Calling the plumber is on your list, and Tuesday works."))
+    async for nod in make_harness(tmp_path, server, transcribe_model=TRANSCRIBE):
+        conductor = nod.svc.conductor(nod.sink, {"telegram": Clips({"F1": AUDIO})})
+        maya = Identity("telegram", str(MAYA_TELEGRAM))
+        note = Inbound(maya, "[sent a voice message]", "u1", attachment=True, voice=VoiceNote("F1", "voice.ogg"))
+        await conductor.receive(nod.owner, note)
+        await server.wait_for_calls(1, "transcribe")
+        await conductor.receive(nod.owner, Inbound(maya, "and Tuesday is fine", "u2"))
+        await asyncio.wait_for(conductor.wait(nod.owner.id), 15)
+        assert nod.sink.sent == ["Calling the plumber is on your list, and Tuesday works."]
+        stored = await nod.svc.messages.recent(nod.owner.id, 10)
+        assert [(m.text, m.voice) for m in stored] == [
+            ("[sent a voice message]", False), ("and Tuesday is fine", False), ("call the plumber", True),
+            ("Calling the plumber is on your list, and Tuesday works.", False)]
+        prompt = str(server.calls()[0]["messages"])
+        assert "and Tuesday is fine" in prompt and "[voice note, transcribed] call the plumber" in prompt
+        assert await nod.svc.messages.awaiting_requests() == []  # nothing left to answer a second time
+        await conductor.close()
