@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from core.agent.gateway import Gateway
-from core.errors import AudioTooLarge, NodError
+from core.agent.slots import waiting_elsewhere
+from core.errors import AudioTooLarge, NodError, VoiceError
 from core.message import NewMessage, StoredMessage, VoiceNote
 from core.ports import Messages
 from core.voice import MAX_AUDIO_BYTES, SILENT, TOO_BIG, UNHEARD, Audio, AudioSource, refusal
@@ -70,7 +71,8 @@ class Listener:
         source = self._sources.get(note.channel)
         if source is None:
             raise _Refused(UNHEARD)
-        data = await source.fetch(voice, MAX_AUDIO_BYTES)
+        async with waiting_elsewhere():  # a download is waiting, not work: another turn may use the slot
+            data = await source.fetch(voice, MAX_AUDIO_BYTES)
         if len(data) > MAX_AUDIO_BYTES:  # a source that did not bound its read
             raise AudioTooLarge("The voice note is larger than Nod listens to.")
         audio = Audio(data, voice.filename, voice.content_type,
@@ -87,8 +89,8 @@ class Listener:
             origin=note.origin, address=note.address, awaiting=True, voice=True))
 
 
-class _Refused(NodError):
-    """A note Nod will not transcribe; the message is the sentence for the owner."""
+class _Refused(VoiceError):
+    """A note Nod will not transcribe (here only); the message is the sentence for the owner."""
 
 
 def _sentence(error: NodError) -> str:
