@@ -17,12 +17,14 @@ from adapters.telegram.channel import Pauses, TelegramChannel, TelegramConfig
 from adapters.web.app import Handler
 from adapters.whatsapp.channel import PATH as WHATSAPP_PATH
 from adapters.whatsapp.channel import WhatsAppChannel
+from adapters.whatsapp.media import TwilioMedia
 from adapters.whatsapp.sink import TwilioSender, build_client
 from bot.settings import Settings
 from bot.wiring import Services
 from core.agent.conductor import ReplySink
 from core.inbox.front import FrontDoor
 from core.inbox.routing import ChannelRouter
+from core.voice import AudioSource
 
 DEFAULT_PAUSES = Pauses()
 TELEGRAM_PATH = "/webhooks/telegram"
@@ -62,8 +64,9 @@ def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
             and settings.public_url):
         return None
     client = build_client(settings.twilio_account_sid, settings.twilio_auth_token, settings.twilio_api_base_url)
+    media = TwilioMedia(settings.twilio_account_sid, settings.twilio_auth_token, settings.twilio_api_base_url)
     return WhatsAppChannel(TwilioSender(client, settings.twilio_whatsapp_from), settings.twilio_auth_token,
-                           settings.public_url)
+                           settings.public_url, media)
 
 
 @asynccontextmanager
@@ -75,11 +78,14 @@ async def channels(settings: Settings, svc: Services,
     """
     telegram, whatsapp = _telegram(settings, telegram_pauses), _whatsapp(settings)
     sinks: dict[str, ReplySink] = {}
+    audio: dict[str, AudioSource] = {}  # where each channel's voice notes are fetched from
     if telegram is not None:
         sinks["telegram"] = telegram.sender
+        audio["telegram"] = telegram.audio
     if whatsapp is not None:
         sinks["whatsapp"] = whatsapp.sender
-    made = Channels(svc.front_door(ChannelRouter(sinks, svc.owners)), telegram, whatsapp)
+        audio["whatsapp"] = whatsapp.audio
+    made = Channels(svc.front_door(ChannelRouter(sinks, svc.owners), audio), telegram, whatsapp)
     if telegram is not None and settings.telegram_webhook_url:
         made.webhooks[TELEGRAM_PATH] = telegram.webhook
     if whatsapp is not None:

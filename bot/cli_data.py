@@ -16,10 +16,11 @@ from core.errors import InvalidInput, NotFound
 from core.memory import document as memory_ops
 from core.memory.codec import to_json
 from core.memory.importer import ImportResult, import_answer
-from core.memory.model import MemoryDocument, Origin
+from core.memory.model import Entry, MemoryDocument, Origin
 from core.memory.render import label_of, render_export
-from core.message import NewMessage, Role
-from core.owner import Identity
+from core.message import NewMessage, Role, StoredMessage
+from core.owner import Identity, Owner
+from core.page.view import owners_sources
 from core.ports import Changed
 from core.storage.message_store import IMPORT_BATCH
 from core.text import storable
@@ -126,7 +127,19 @@ async def memory_show(svc: Services, owner_name: str, as_json: bool) -> str:
         return json.dumps(to_json(doc), ensure_ascii=False, indent=2)
     if not doc.entries:
         return f"{owner.name}'s memory is empty."
-    return "\n".join(f"{e.path} [{label_of(e)}]: {e.text}" for e in doc.entries)
+    found = await owners_sources(doc, owner, svc.messages)
+    return "\n".join(f"{e.path} [{label_of(e)}]: {e.text}{_sources(e, found, owner)}" for e in doc.entries)
+
+
+def _sources(entry: Entry, found: dict[int, StoredMessage], owner: Owner) -> str:
+    """The note's sources as the page shows them: the owner's message's date, and whether it was a voice note."""
+    dates = []
+    for evidence in entry.evidence:
+        message = found.get(evidence.message_id)
+        if message is not None:
+            when = message.sent_at.astimezone(owner.zone).strftime("%Y-%m-%d %H:%M")
+            dates.append(f"{when} (voice note)" if message.voice else when)
+    return f"\n  sources: {', '.join(dates)}" if dates else ""
 
 
 async def memory_add(

@@ -43,7 +43,10 @@ class Settings(BaseSettings):
     memory_model: str | None = Field(None, validation_alias=_var("NOD_MEMORY_MODEL"))
     memory_base_url: str | None = Field(None, validation_alias=_var("NOD_MEMORY_BASE_URL"))
     memory_api_key: str | None = Field(None, validation_alias=_var("NOD_MEMORY_API_KEY"))
+    # voice notes: an OpenAI-compatible /v1/audio/transcriptions model, its own server and key if set
     transcribe_model: str | None = Field(None, validation_alias=_var("NOD_TRANSCRIBE_MODEL"))
+    transcribe_base_url: str | None = Field(None, validation_alias=_var("NOD_TRANSCRIBE_BASE_URL"))
+    transcribe_api_key: str | None = Field(None, validation_alias=_var("NOD_TRANSCRIBE_API_KEY"))
     telegram_bot_token: str | None = Field(None, validation_alias=_var("TELEGRAM_BOT_TOKEN"))
     telegram_webhook_url: str | None = Field(None, validation_alias=_var("TELEGRAM_WEBHOOK_URL"))
     telegram_webhook_secret: str | None = Field(None, validation_alias=_var("TELEGRAM_WEBHOOK_SECRET"))
@@ -188,6 +191,10 @@ def check(settings: Settings) -> Settings:
     uses_openai = settings.agent_model or settings.memory_model
     if uses_openai and not settings.openai_base_url and not settings.openai_api_key:
         raise ConfigError("A model is configured for OpenAI's own API, so OPENAI_API_KEY must be set.")
+    if settings.transcribe_model and not (settings.transcribe_base_url or settings.transcribe_api_key
+                                          or settings.openai_base_url or settings.openai_api_key):
+        raise ConfigError("NOD_TRANSCRIBE_MODEL is set for OpenAI's own API, so OPENAI_API_KEY "
+                          "(or NOD_TRANSCRIBE_API_KEY) must be set.")
     return settings
 
 

@@ -8,7 +8,7 @@ conductor) with ``services.front_door(sink)``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -61,8 +61,10 @@ from core.storage.page_store import PageStore
 from core.storage.receipts import Receipts
 from core.storage.usage_store import UsageStore
 from core.tools.read_tools import ReadTools
+from core.voice import AudioSource, Transcriber
 
 AGENT_DEADLINE_S = 120.0
+TRANSCRIBE_DEADLINE_S = 120.0  # ten minutes of audio take Whisper well under a minute
 SMALL_CONTEXT_TOKENS = 32_000  # below this the agent gets the shortened evidence packet
 
 
@@ -91,15 +93,16 @@ class Services:
     gmail: GmailLink | None = None  # None when Gmail is off; gmail_off says why
     gmail_off: str = ""
 
-    def conductor(self, sink: ReplySink) -> Conductor:
-        return Conductor(self.turn, sink, self.locks, self.work_slots)
+    def conductor(self, sink: ReplySink, audio: Mapping[str, AudioSource] | None = None) -> Conductor:
+        return Conductor(self.turn, sink, self.locks, self.work_slots, audio)
 
     def commands(self, conductor: Conductor) -> OwnerCommands:
         return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory),
                              self.page, self.page_off)
 
-    def front_door(self, sink: ReplySink) -> FrontDoor:
-        conductor = self.conductor(sink)
+    def front_door(self, sink: ReplySink, audio: Mapping[str, AudioSource] | None = None) -> FrontDoor:
+        """The front door; ``audio``: each channel's way to fetch its voice notes."""
+        conductor = self.conductor(sink, audio)
         gate = Gate(self.owners, self.clock, self.open_signup)
         return FrontDoor(gate, self.commands(conductor), conductor, Receipts(self.engine), self.clock)
 
@@ -125,11 +128,23 @@ def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
     return agent, memory
 
 
+def _transcriber(settings: Settings) -> Transcriber | None:
+    if not settings.transcribe_model:
+        return None
+    from adapters.openai_model.chat import build_client
+    from adapters.openai_model.transcribe import OpenAITranscriber
+
+    client = build_client(settings.transcribe_base_url or settings.openai_base_url,
+                          settings.transcribe_api_key or settings.openai_api_key, TRANSCRIBE_DEADLINE_S)
+    return OpenAITranscriber(client)
+
+
 def build_gateway(settings: Settings, usage: UsageLedger, clock: Clock, models: tuple[ChatModel | None, ChatModel | None] | None = None) -> Gateway:
     agent, memory = models if models is not None else _models(settings)
-    roles = ModelRoles(settings.agent_model, settings.memory_model, settings.memory_deadline_s, AGENT_DEADLINE_S)
+    roles = ModelRoles(settings.agent_model, settings.memory_model, settings.memory_deadline_s, AGENT_DEADLINE_S,
+                       settings.transcribe_model, TRANSCRIBE_DEADLINE_S)
     prices = PriceTable.with_overrides({m: (i, o) for m, i, o in settings.model_prices})
-    return Gateway(roles, agent, memory, usage, prices, clock)
+    return Gateway(roles, agent, memory, usage, prices, clock, _transcriber(settings))
 
 
 def history_search(engine: AsyncEngine, messages: MessageStore, index: DerivedIndex | None = None) -> HistorySearch:
@@ -168,8 +183,8 @@ def _gmail(settings: Settings, engine: AsyncEngine, gateway: Gateway, memory: Me
 
 def _known_secrets(settings: Settings) -> tuple[str, ...]:
     """The secret values Nod holds itself: scrubbed from every skill draft before a model sees it."""
-    values = (settings.openai_api_key, settings.memory_api_key, settings.telegram_bot_token, settings.telegram_webhook_secret,
-              settings.twilio_auth_token, settings.secret_key, settings.google_client_secret)
+    values = (settings.openai_api_key, settings.memory_api_key, settings.transcribe_api_key, settings.telegram_bot_token,
+              settings.telegram_webhook_secret, settings.twilio_auth_token, settings.secret_key, settings.google_client_secret)
     return tuple(v for v in values if v)
 
 

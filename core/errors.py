@@ -25,6 +25,9 @@ carries it to the agent); none of them is a bug report.
     │   └── AnswerCut ........... the answer ran out of room before it ended (finish_reason "length")
     ├── MailError ............... the owner's mailbox (Gmail) gave no usable answer; trying later may work
     │   └── MailAccessLost ...... Google no longer accepts the grant (expired or revoked): reconnect
+    ├── VoiceError .............. a voice note could not be listened to
+    │   ├── AudioTooLarge ....... it is over the size or length Nod listens to
+    │   └── AudioUnavailable .... the channel could not hand over its audio
     └── DeliveryFailed .......... a channel could not hand a reply to the owner
 """
 
@@ -122,6 +125,18 @@ class MailError(NodError):
 
 class MailAccessLost(MailError):
     """The owner's Gmail grant is expired or revoked: only connecting again helps, so the page says reconnect."""
+
+
+class VoiceError(NodError):
+    """A voice note could not be listened to; the owner is told in one sentence."""
+
+
+class AudioTooLarge(VoiceError):
+    """The audio is over the size or duration Nod transcribes (``core.voice``)."""
+
+
+class AudioUnavailable(VoiceError):
+    """The channel could not hand over the audio (gone, refused, unreachable)."""
 
 
 class DeliveryFailed(NodError):

@@ -7,11 +7,54 @@ the message id.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
+from typing import Any
 
 from core.owner import Identity
+
+
+@dataclass(frozen=True)
+class VoiceNote:
+    """Where a channel can fetch a voice note's audio again — never the audio itself.
+
+    The audio is kept in memory only while it is transcribed; what is stored is this
+    reference, so a turn a crash interrupted can fetch it once more. ``source`` is the
+    channel's own handle (a Telegram file_id, a Twilio media URL); the sizes are what the
+    platform declared, checked before anything is downloaded.
+    """
+
+    source: str
+    filename: str  # the upload's name: its ending tells the transcription server the format
+    content_type: str | None = None
+    size_bytes: int | None = None
+    duration_s: int | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({"source": self.source, "filename": self.filename, "content_type": self.content_type,
+                           "size_bytes": self.size_bytes, "duration_s": self.duration_s})
+
+    @classmethod
+    def from_json(cls, raw: str | None) -> VoiceNote | None:
+        """The stored reference, or None when there is none (or it cannot be read: then it is not retried)."""
+        if not raw:
+            return None
+        try:
+            data: Any = json.loads(raw)
+            return cls(str(data["source"]), str(data["filename"]), _optional_str(data.get("content_type")),
+                       _optional_int(data.get("size_bytes")), _optional_int(data.get("duration_s")))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+
+def _optional_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _optional_int(value: object) -> int | None:
+    return value if type(value) is int else None
 
 
 class Role(str, Enum):
@@ -34,6 +77,8 @@ class NewMessage:
     origin: str | None = None
     address: str | None = None  # who on the channel sent it: the reply goes there
     awaiting: bool = False  # an owner request whose turn has not answered yet
+    voice: bool = False  # the text was transcribed from the owner's voice note
+    voice_note: VoiceNote | None = None  # a voice note waiting to be transcribed (the placeholder row)
 
 
 @dataclass(frozen=True)
@@ -53,6 +98,8 @@ class StoredMessage:
     origin: str | None
     address: str | None = None
     awaiting: bool = False
+    voice: bool = False
+    voice_note: VoiceNote | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +135,7 @@ class Inbound:
     forwarded: bool = False  # not the owner's words
     asides: tuple[Aside, ...] = ()
     sent_at: datetime | None = None  # the platform's time, when it gives one
+    voice: VoiceNote | None = None  # a voice note to transcribe; ``text`` is then its placeholder
 
     @property
     def channel(self) -> str:

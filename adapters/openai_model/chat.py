@@ -62,7 +62,8 @@ def server_message(exc: openai.APIStatusError) -> str:
     return "" if find_secret(text) else text
 
 
-def _error(exc: openai.OpenAIError) -> ModelError:
+def model_error(exc: openai.OpenAIError) -> ModelError:
+    """The SDK's failure as the core's: unavailable (worth trying later), refused or unreadable."""
     if isinstance(exc, openai.APITimeoutError):
         return ModelTimeout("The model server did not answer in time.")
     if isinstance(exc, openai.APIConnectionError):
@@ -129,7 +130,7 @@ class OpenAIChatModel:
             response = await self._create(request, arguments)
         except openai.OpenAIError as exc:
             self._log_failure(request, exc)
-            raise _error(exc) from exc
+            raise model_error(exc) from exc
         if not response.choices:
             raise UnreadableAnswer("The model server answered with no choices.")
         return self._reply(request, response, response.choices[0])

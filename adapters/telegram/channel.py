@@ -34,6 +34,7 @@ from telegram.constants import ChatAction
 from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application
 
+from adapters.telegram.audio import TelegramAudio
 from adapters.telegram.inbound import incoming_message, is_private, sender_of, tapped_choice
 from adapters.telegram.sink import BACKOFF_S, MAX_RETRY_AFTER_S, TelegramSender
 from core.errors import ConfigError, DeliveryFailed, InvalidInput
@@ -82,6 +83,7 @@ class TelegramChannel:
         self.application = application or build_application(config)
         self.sender = TelegramSender(self.application.bot, config.pauses.send_backoff_s,
                                      config.pauses.retry_after_cap_s)
+        self.audio = TelegramAudio(self.application.bot, self.sender)  # voice notes' audio, into memory
         self._front: FrontDoor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._polling: asyncio.Task[None] | None = None

@@ -4,17 +4,24 @@ Only private chats count: an update from a group, supergroup or channel is ignor
 before anything is read or stored, so memory never shows where others can read it.
 Forwarded text is not the owner's words; the text of a quoted reply is stored beside the
 owner's reply, flagged the same way; an attachment is noted and flagged while its
-caption is the owner's words. Edited messages and other update kinds are ignored.
+caption is the owner's words. A voice message or an audio file also carries a
+``VoiceNote`` — its file_id, declared size and duration, and an upload name OpenAI
+accepts (``voice.ogg``: Telegram calls OGG Opus ``.oga``) — so it can be transcribed; a
+caption then comes first, as the owner's words beside it. Edited messages and other
+update kinds are ignored.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import warnings
+from datetime import datetime, timedelta
 
 from telegram import Message, Update
+from telegram.warnings import PTBDeprecationWarning
 
-from core.message import Aside, Inbound
+from core.message import Aside, Inbound, VoiceNote
 from core.owner import Identity
+from core.voice import upload_name
 
 CHANNEL = "telegram"
 _KINDS = {
@@ -41,6 +48,22 @@ def _attachment(message: Message) -> str | None:
             name = getattr(value, "file_name", None)
             return f"[sent {kind}{': ' + name if name else ''}]"
     return None
+
+
+def _voice(message: Message) -> VoiceNote | None:
+    """The voice message or audio file to transcribe, if the message is one."""
+    value = message.voice or message.audio
+    file_id = getattr(value, "file_id", None)
+    if value is None or not isinstance(file_id, str) or not file_id:
+        return None
+    with warnings.catch_warnings():  # python-telegram-bot 22 warns that the int form is going away
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        size, duration = getattr(value, "file_size", None), getattr(value, "duration", None)
+    seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
+    mime = getattr(value, "mime_type", None)
+    return VoiceNote(file_id, upload_name(mime if isinstance(mime, str) else "audio/ogg", getattr(value, "file_name", None)),
+                     mime if isinstance(mime, str) else None, size if type(size) is int else None,
+                     int(seconds) if isinstance(seconds, int | float) else None)
 
 
 def _quoted(message: Message) -> Aside | None:
@@ -76,9 +99,15 @@ def incoming_message(update: Update, sender: Identity) -> Inbound | None:
     name = update.effective_user.first_name if update.effective_user else None
     # Telegram's own date: an update delivered late after an outage keeps the time it was sent
     common = {"sender": sender, "external_id": str(update.update_id), "display_name": name, "sent_at": _date(message)}
+    voice = _voice(message) if attachment is not None else None
     if message.forward_origin is not None:
         return Inbound(text=words or attachment or "[forwarded message]", forwarded=True,
-                        attachment=attachment is not None and not words, asides=tuple(asides), **common)
+                        attachment=attachment is not None and not words, asides=tuple(asides),
+                        voice=None if words else voice, **common)
+    if voice is not None and attachment is not None:  # the caption first, then the note to transcribe
+        if words:
+            asides.append(Aside(words))
+        return Inbound(text=attachment, attachment=True, asides=tuple(asides), voice=voice, **common)
     if attachment is not None and words:
         asides.append(Aside(attachment, attachment=True))
     if not words:

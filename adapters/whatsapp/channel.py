@@ -6,7 +6,9 @@ and query): a bad or missing signature gets 403 and nothing is stored. A valid m
 stored (idempotent on MessageSid, since Twilio retries) and its turn started before the
 answer — 200 with empty TwiML, at once; the reply goes out later through the REST API.
 When the database cannot store it the answer is 503, so a retry can. A command's answer
-is sent from a task of its own.
+is sent from a task of its own. A voice note is stored the same way, before the answer,
+as a placeholder with its media URL; its audio is fetched (``media.TwilioMedia``) and
+transcribed in the turn, after Twilio has had its 200.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from twilio.request_validator import RequestValidator, get_signature_algorithm
 from twilio.twiml.messaging_response import MessagingResponse
 
 from adapters.whatsapp.inbound import incoming_message
+from adapters.whatsapp.media import TwilioMedia
 from adapters.whatsapp.sink import TwilioSender
 from core.inbox.front import FrontDoor
 
@@ -30,8 +33,9 @@ EMPTY_TWIML = str(MessagingResponse())
 
 
 class WhatsAppChannel:
-    def __init__(self, sender: TwilioSender, auth_token: str, public_url: str) -> None:
+    def __init__(self, sender: TwilioSender, auth_token: str, public_url: str, audio: TwilioMedia) -> None:
         self.sender = sender
+        self.audio = audio  # voice notes' audio, into memory
         self._validator = RequestValidator(auth_token)
         self._url = public_url.rstrip("/") + PATH
         self._front: FrontDoor | None = None
@@ -46,6 +50,7 @@ class WhatsAppChannel:
         if self._tasks:
             await asyncio.wait(set(self._tasks))
         await self.sender.close()
+        await self.audio.close()
 
     def _signed(self, request: web.Request, params: dict[str, str]) -> bool:
         url = self._url + (f"?{request.query_string}" if request.query_string else "")

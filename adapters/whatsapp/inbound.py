@@ -3,28 +3,44 @@
 The sender is the WhatsApp number (``whatsapp:+351…`` → ``+351…``); MessageSid is the
 external id, so Twilio's retries store one message. Media are noted and flagged as
 attachments while the body (the caption) is the owner's words; a message WhatsApp marks
-as forwarded is flagged as not the owner's words.
+as forwarded is flagged as not the owner's words. The first audio medium (a voice note:
+``audio/ogg``) is the message itself, carrying a ``VoiceNote`` whose reference is its
+Twilio media URL, so it can be transcribed; a body then comes first, as the owner's
+words beside it. Twilio declares no size or duration: the download is what bounds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.message import Aside, Inbound
+from core.message import Aside, Inbound, VoiceNote
 from core.owner import Identity
+from core.voice import PLACEHOLDER, upload_name
 
 CHANNEL = "whatsapp"
 PREFIX = "whatsapp:"
 MAX_MEDIA = 10
 
 
-def _media(params: Mapping[str, str]) -> list[Aside]:
+def _count(params: Mapping[str, str]) -> int:
     try:
-        count = min(int(params.get("NumMedia", "0") or 0), MAX_MEDIA)
+        return max(min(int(params.get("NumMedia", "0") or 0), MAX_MEDIA), 0)
     except ValueError:
-        count = 0
+        return 0
+
+
+def _voice(params: Mapping[str, str]) -> tuple[int, VoiceNote] | None:
+    """The first audio medium with a URL, and its place among the media."""
+    for i in range(_count(params)):
+        kind, url = params.get(f"MediaContentType{i}", ""), params.get(f"MediaUrl{i}", "")
+        if kind.lower().startswith("audio/") and url:
+            return i, VoiceNote(url, upload_name(kind), kind)
+    return None
+
+
+def _media(params: Mapping[str, str], skip: int | None = None) -> list[Aside]:
     return [Aside(f"[sent a file: {params.get(f'MediaContentType{i}', 'unknown type')}]", attachment=True)
-            for i in range(count)]
+            for i in range(_count(params)) if i != skip]
 
 
 def incoming_message(params: Mapping[str, str]) -> Inbound | None:
@@ -34,9 +50,15 @@ def incoming_message(params: Mapping[str, str]) -> Inbound | None:
         return None
     identity = Identity(CHANNEL, sender.removeprefix(PREFIX))
     body = params.get("Body", "").strip()
-    media = _media(params)
     forwarded = params.get("Forwarded", "").lower() == "true" or params.get("FrequentlyForwarded", "").lower() == "true"
     common = {"sender": identity, "external_id": sid, "display_name": params.get("ProfileName") or None}
+    voice = _voice(params)
+    if voice is not None:  # the body first, as the owner's words; the note is the message
+        place, note = voice
+        asides = ([Aside(body, forwarded=forwarded)] if body else []) + _media(params, skip=place)
+        return Inbound(text=PLACEHOLDER, attachment=True, forwarded=forwarded, asides=tuple(asides), voice=note,
+                       **common)
+    media = _media(params)
     if not body:
         if not media:
             return None

@@ -16,6 +16,11 @@ They are stored first, each flagged (forwarded text is not the owner's words; an
 attachment is not text the owner wrote), so the turn sees them and memory cannot cite
 them, while the owner's own words — a comment, a caption — are the request itself.
 
+A voice note is stored as its placeholder, awaiting, with the reference to its audio;
+the turn hears it first (``core.agent.listening``) and answers its transcript. One Nod
+will not hear — no transcription model, or declared too long or too large — is kept
+(``keep``) as the flagged attachment only, with no turn: the front door answers it.
+
 The reply goes back to the identity the request came from (a Telegram chat, a WhatsApp
 number); the stored copy is its text form, so the conversation shows the choices offered.
 
@@ -40,18 +45,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from datetime import timedelta
 from typing import Protocol
 
+from core.agent.listening import Listener
 from core.agent.slots import DEFAULT_SLOTS, WorkSlots
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.agent.turn_context import TurnOrigin, begin
 from core.errors import DeliveryFailed
-from core.message import Inbound, NewMessage, Role, StoredMessage
+from core.message import Appended, Inbound, NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner
 from core.replies import Reply
+from core.voice import AudioSource
 
 log = logging.getLogger("nod.agent")
 TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."
@@ -74,9 +81,10 @@ class TurnLocks(Protocol):
 
 class Conductor:
     def __init__(self, deps: TurnDeps, sink: ReplySink, locks: TurnLocks | None = None,
-                 work_slots: int = DEFAULT_SLOTS) -> None:
+                 work_slots: int = DEFAULT_SLOTS, audio: Mapping[str, AudioSource] | None = None) -> None:
         self._deps = deps
         self._sink = sink
+        self._listener = Listener(deps.gateway, deps.messages, audio or {})
         self._locks_across = locks
         self._slots = WorkSlots(work_slots)
         self._turns: dict[int, asyncio.Task[None]] = {}
@@ -91,7 +99,18 @@ class Conductor:
         async with self._slots.inbound():  # storing comes before any turn's work
             return await self._receive(owner, inbound)
 
-    async def _receive(self, owner: Owner, inbound: Inbound) -> StoredMessage | None:
+    @property
+    def can_listen(self) -> bool:
+        """Whether voice notes are transcribed (a transcription model is configured)."""
+        return self._deps.gateway.transcribe_configured
+
+    async def keep(self, owner: Owner, inbound: Inbound) -> bool:
+        """Store the message without a turn (a voice note Nod will not hear); False for a redelivery."""
+        async with self._slots.inbound():
+            return (await self._store(owner, inbound, request=False)).created
+
+    async def _store(self, owner: Owner, inbound: Inbound, request: bool) -> Appended:
+        """The asides, then the message itself, awaiting its answer when it is a ``request``."""
         now = self._deps.clock.now()
         sent_at = min(inbound.sent_at, now) if inbound.sent_at is not None else now  # a sender's clock may run ahead
         for number, aside in enumerate(inbound.asides, start=1):
@@ -100,14 +119,18 @@ class Conductor:
                 owner_id=owner.id, role=Role.OWNER, text=aside.text, channel=inbound.channel,
                 sent_at=sent_at, external_id=external, forwarded=aside.forwarded, attachment=aside.attachment,
                 origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.sender.external_id))
-        stored = await self._deps.messages.append(
+        return await self._deps.messages.append(
             NewMessage(
                 owner_id=owner.id, role=Role.OWNER, text=inbound.text, channel=inbound.channel,
                 sent_at=sent_at, external_id=inbound.external_id,
                 card_title=inbound.card_title, attachment=inbound.attachment, forwarded=inbound.forwarded,
-                origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.sender.external_id, awaiting=True,
+                origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.sender.external_id, awaiting=request,
+                voice_note=inbound.voice if request else None,
             )
         )
+
+    async def _receive(self, owner: Owner, inbound: Inbound) -> StoredMessage | None:
+        stored = await self._store(owner, inbound, request=True)
         if not stored.created:  # a redelivery (logged by the store): its first delivery has its turn
             return None
         # started beside the caller: a webhook is answered once its message is stored, not
@@ -210,6 +233,11 @@ class Conductor:
                 await asyncio.shield(self._deliver(owner, request, sender, Reply(TURN_FAILED), notice=True))
 
     async def _run(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
+        heard = await self._listener.hear(request)  # a voice note becomes its transcript first
+        if heard.notice is not None:
+            await asyncio.shield(self._deliver(owner, request, sender, Reply(heard.notice), notice=True))
+            return
+        request = heard.request
         current = await self._deps_owner(owner)
         ctx = await begin(current, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id,
                           self._deps.memory, self._deps.spending)

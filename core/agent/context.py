@@ -13,8 +13,9 @@ It is exactly one system message, and it leads: Qwen 3.5 and Mistral chat templa
 refuse any other ("System message must be at the beginning."). Consecutive messages of
 one role are merged, since some templates require user and assistant to alternate.
 
-Flags travel with the text: a tapped button is Nod's own wording, and forwarded or
-quoted text is not the owner's words, so the model is told which is which.
+Flags travel with the text: a tapped button is Nod's own wording, forwarded or quoted
+text is not the owner's words, and a voice note's transcript is marked as one (a
+transcription may mishear a name), so the model is told which is which.
 """
 
 from __future__ import annotations
@@ -78,11 +79,17 @@ def _stamp(message: StoredMessage, owner: Owner) -> str:
     return message.sent_at.astimezone(owner.zone).strftime("%Y-%m-%d %H:%M")
 
 
+VOICE_MARK = "[voice note, transcribed]"
+
+
 def _as_seen(message: StoredMessage) -> str:
     if message.card_title:
         return f"[tapped the button: {message.text}]"
+    text = f"{VOICE_MARK} {message.text}" if message.voice else message.text
     if message.forwarded:
-        return f"[forwarded or quoted text, not the owner's words]\n{message.text}"
+        return f"[forwarded or quoted text, not the owner's words]\n{text}"
+    if message.voice:
+        return text
     if message.attachment:
         return f"[with an attachment] {message.text}"
     return message.text

@@ -1,7 +1,8 @@
 """The model gateway: every model call goes through here, timed, bounded and recorded.
 
 Two roles, configured apart: the agent (runs each turn, with tools) and the memory model
-(structured JSON answers named by purpose). Each call runs as its own task and the
+(structured JSON answers named by purpose); beside them, the transcription model that
+turns a voice note into text (purpose ``transcribe``, priced per minute of audio). Each call runs as its own task and the
 gateway waits on it with a deadline, so a deadline or a ``/stop`` ends the wait at once
 even when the provider ignores cancellation; the abandoned call is cancelled and its
 late result dropped. Every call — answered, failed, timed out or stopped — becomes one
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -32,12 +33,15 @@ from core.errors import (
     UnreadableAnswer,
 )
 from core.structured import Answer, json_object_in, parse_answer, strict_schema
+from core.voice import Audio, Transcriber, Transcript, audio_seconds
 
 log = logging.getLogger("nod.gateway")
 T = TypeVar("T")
 MEMORY_TEMPERATURE = 0.2  # notes and checks want the likeliest answer; Ollama's /v1 would use 1.0
 A = TypeVar("A", bound=Answer)
+R = TypeVar("R")
 AGENT = "agent"
+TRANSCRIBE = "transcribe"
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class ModelRoles:
     memory_model: str | None
     memory_deadline_s: float = 20.0
     agent_deadline_s: float = 120.0
+    transcribe_model: str | None = None
+    transcribe_deadline_s: float = 120.0
 
 
 def _outcome(error: BaseException) -> str:
@@ -91,17 +97,19 @@ class Gateway:
         usage: UsageLedger,
         prices: PriceTable,
         clock: Clock,
+        transcriber: Transcriber | None = None,
     ) -> None:
         self.roles = roles
         self._agent = agent if roles.agent_model else None
         self._memory = memory if roles.memory_model else None
+        self._transcriber = transcriber if roles.transcribe_model else None
         self._usage = usage
         self._prices = prices
         self._clock = clock
 
     async def close(self) -> None:
         """Close the model clients: an HTTP pool left to the garbage collector fails loudly later."""
-        for model in {id(m): m for m in (self._agent, self._memory) if m is not None}.values():
+        for model in {id(m): m for m in (self._agent, self._memory, self._transcriber) if m is not None}.values():
             await model.close()
 
     @property
@@ -111,6 +119,10 @@ class Gateway:
     @property
     def memory_configured(self) -> bool:
         return self._memory is not None
+
+    @property
+    def transcribe_configured(self) -> bool:
+        return self._transcriber is not None
 
     async def agent_step(self, owner_id: int, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ChatReply:
         if self._agent is None:
@@ -128,33 +140,30 @@ class Gateway:
         return await self._call(owner_id, purpose, self._memory, request, self.roles.memory_deadline_s,
                                 lambda reply: _read(answer, reply, owner_id))
 
+    async def transcribe(self, owner_id: int, audio: Audio) -> Transcript:
+        """The voice note's words; one ``transcribe`` usage row, priced by the audio's minutes."""
+        if self._transcriber is None:
+            raise ConfigError("No transcription model is configured (NOD_TRANSCRIBE_MODEL).")
+        model = str(self.roles.transcribe_model)
+        began = time.monotonic()
+
+        async def failed(outcome: str) -> None:
+            await self._record_audio(owner_id, model, audio, None, began, outcome)
+
+        transcript = await self._awaited(self._transcriber.transcribe(model, audio), self.roles.transcribe_deadline_s,
+                                         TRANSCRIBE, failed)
+        await self._record_audio(owner_id, model, audio, transcript, began, "ok")
+        return transcript
+
     async def _call(self, owner_id: int, purpose: str, model: ChatModel, request: ChatRequest, deadline_s: float,
                     read: Callable[[ChatReply], T]) -> T:
         """The call, bounded by ``deadline_s``, its answer read by ``read``; one usage row whatever happens."""
         began = time.monotonic()
-        task = asyncio.ensure_future(model.complete(request))
-        try:
-            async with waiting_elsewhere():  # another turn may work while this one waits
-                done, _ = await asyncio.wait({task}, timeout=deadline_s)
-        except asyncio.CancelledError:  # /stop or a newer message: stop waiting now
-            task.cancel()
-            task.add_done_callback(_drop_late_result)
-            await self._record(owner_id, purpose, request.model, None, began, "stopped")
-            raise
-        if not done:
-            task.cancel()
-            task.add_done_callback(_drop_late_result)
-            await self._record(owner_id, purpose, request.model, None, began, "timeout")
-            raise ModelTimeout(f"The model did not answer within {deadline_s:g} seconds.")
-        try:
-            reply = task.result()
-        except ModelError as exc:
-            await self._record(owner_id, purpose, request.model, None, began, _outcome(exc))
-            raise
-        except Exception as exc:  # an adapter bug must not escape as a crash
-            log.exception("model_adapter_failed purpose=%s", purpose)
-            await self._record(owner_id, purpose, request.model, None, began, "error")
-            raise ModelUnavailable("The model call failed unexpectedly.") from exc
+
+        async def failed(outcome: str) -> None:
+            await self._record(owner_id, purpose, request.model, None, began, outcome)
+
+        reply = await self._awaited(model.complete(request), deadline_s, purpose, failed)
         try:
             if reply.refusal:
                 log.warning("model_declined owner=%s purpose=%s chars=%s", owner_id, purpose, len(reply.refusal))
@@ -165,6 +174,42 @@ class Gateway:
             raise
         await self._record(owner_id, purpose, request.model, reply, began, "cut" if reply.cut_off else "ok")
         return value
+
+    async def _awaited(self, work: Awaitable[R], deadline_s: float, purpose: str,
+                       failed: Callable[[str], Awaitable[None]]) -> R:
+        """``work`` run as its own task and waited for up to ``deadline_s``; a failure is recorded by ``failed``."""
+        task = asyncio.ensure_future(work)
+        try:
+            async with waiting_elsewhere():  # another turn may work while this one waits
+                done, _ = await asyncio.wait({task}, timeout=deadline_s)
+        except asyncio.CancelledError:  # /stop or a newer message: stop waiting now
+            task.cancel()
+            task.add_done_callback(_drop_late_result)
+            await failed("stopped")
+            raise
+        if not done:
+            task.cancel()
+            task.add_done_callback(_drop_late_result)
+            await failed("timeout")
+            raise ModelTimeout(f"The model did not answer within {deadline_s:g} seconds.")
+        try:
+            return task.result()
+        except ModelError as exc:
+            await failed(_outcome(exc))
+            raise
+        except Exception as exc:  # an adapter bug must not escape as a crash
+            log.exception("model_adapter_failed purpose=%s", purpose)
+            await failed("error")
+            raise ModelUnavailable("The model call failed unexpectedly.") from exc
+
+    async def _record_audio(self, owner_id: int, model: str, audio: Audio, transcript: Transcript | None,
+                            began: float, outcome: str) -> None:
+        seconds, estimated = audio_seconds(audio, transcript) if transcript is not None else (0.0, False)
+        await self._keep(UsageRecord(
+            owner_id=owner_id, purpose=TRANSCRIBE, model=(transcript.model if transcript and transcript.model else model),
+            tokens_in=transcript.tokens_in if transcript else 0, tokens_out=transcript.tokens_out if transcript else 0,
+            cost_usd=self._prices.audio_cost(model, seconds), estimated=estimated,
+            duration_ms=int((time.monotonic() - began) * 1000), outcome=outcome, created_at=self._clock.now()))
 
     async def _record(
         self, owner_id: int, purpose: str, model: str, reply: ChatReply | None, began: float, outcome: str
@@ -185,7 +230,10 @@ class Gateway:
             outcome=outcome,
             created_at=self._clock.now(),
         )
+        await self._keep(row)
+
+    async def _keep(self, row: UsageRecord) -> None:
         try:
             await asyncio.shield(self._usage.record(row))
         except Exception:  # noqa: BLE001 - losing a usage row must not lose the answer
-            log.exception("usage_record_failed owner=%s purpose=%s", owner_id, purpose)
+            log.exception("usage_record_failed owner=%s purpose=%s", row.owner_id, row.purpose)

@@ -8,12 +8,15 @@ The defaults below are list prices the operator can override or extend with
 ``NOD_MODEL_PRICES``; a model missing from both costs nothing (a local Ollama or
 llama.cpp model), and the row still counts its tokens. A model name matches its longest
 priced prefix, so ``gpt-4o-mini-2024-07-18`` is priced as ``gpt-4o-mini``.
+
+Transcription is priced per minute of audio, as OpenAI bills it (``AUDIO_PRICES``); a
+local Whisper server is missing from the table and costs nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 from zoneinfo import ZoneInfo
@@ -31,11 +34,23 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "gpt-5-nano": (0.05, 0.40, 0.005),
     "o4-mini": (1.10, 4.40, 0.275),
 }
+# US dollars per minute of audio transcribed, as published by OpenAI.
+AUDIO_PRICES: Mapping[str, float] = {
+    "whisper-1": 0.006,
+    "gpt-4o-transcribe": 0.006,
+    "gpt-4o-mini-transcribe": 0.003,
+}
+
+
+def _priced(prices: Mapping[str, object], model: str) -> str | None:
+    matches = [name for name in prices if model == name or model.startswith(name + "-")]
+    return max(matches, key=len) if matches else None
 
 
 @dataclass(frozen=True)
 class PriceTable:
     prices: Mapping[str, Price]
+    per_minute: Mapping[str, float] = field(default_factory=lambda: dict(AUDIO_PRICES))
 
     @classmethod
     def with_overrides(cls, overrides: Mapping[str, Price]) -> PriceTable:
@@ -43,20 +58,25 @@ class PriceTable:
 
     def cost(self, model: str, tokens_in: int, tokens_out: int, cached: int = 0) -> float:
         """Dollars for a call; ``cached`` of the input tokens at the cached price (the full one if none is known)."""
-        matches = [name for name in self.prices if model == name or model.startswith(name + "-")]
-        if not matches:
+        name = _priced(self.prices, model)
+        if name is None:
             return 0.0
-        price = self.prices[max(matches, key=len)]
+        price = self.prices[name]
         price_in, price_out = price[0], price[1]
         price_cached = price[2] if len(price) == 3 else price_in
         cached = min(max(cached, 0), tokens_in)
         return ((tokens_in - cached) * price_in + cached * price_cached + tokens_out * price_out) / 1_000_000
 
+    def audio_cost(self, model: str, seconds: float) -> float:
+        """Dollars for transcribing ``seconds`` of audio with ``model`` (0 for a model not priced)."""
+        name = _priced(self.per_minute, model)
+        return 0.0 if name is None else self.per_minute[name] * max(seconds, 0.0) / 60
+
 
 @dataclass(frozen=True)
 class UsageRecord:
     owner_id: int | None
-    purpose: str  # "agent", or a memory-model purpose such as "memory_learn"
+    purpose: str  # "agent", "transcribe", or a memory-model purpose such as "memory_learn"
     model: str
     tokens_in: int
     tokens_out: int

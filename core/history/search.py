@@ -194,7 +194,7 @@ def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:
     }
     if truncated:
         rendered["truncated"] = True
-    for flag in ("card_title", "forwarded", "attachment"):
+    for flag in ("card_title", "forwarded", "attachment", "voice"):
         if getattr(message, flag):
             rendered[flag] = True
     return rendered

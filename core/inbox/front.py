@@ -4,7 +4,9 @@ In order: a sender who is not an owner gets the gate's refusal and nothing is st
 command is recorded (its receipt makes a redelivery do nothing, on every worker and after a
 restart) and answered without a turn; any other message goes to the conductor, which
 stores it — a redelivered one is found by its external id — and starts the owner's turn,
-whose reply reaches the channel later through the reply sink. When ``handle`` returns,
+whose reply reaches the channel later through the reply sink. A voice note Nod will not
+hear (no transcription model; declared too long or too large) is stored as the flagged
+attachment only and answered with one sentence, with no turn. When ``handle`` returns,
 what the sender wrote is stored, so the channel may acknowledge it; when it raises, the
 channel must not. The channel only translates its platform's message into ``Inbound``
 and sends back ``Handled.answer`` when there is one.
@@ -23,6 +25,7 @@ from core.inbox.gate import Gate
 from core.message import Inbound
 from core.owner import Identity, Owner
 from core.ports import Receipts
+from core.voice import refusal
 
 log = logging.getLogger("nod.inbox")
 SLOW_COMMANDS = ("memory", "context")  # digests: a model call; nothing else waits for them
@@ -66,6 +69,12 @@ class FrontDoor:
             if name in SLOW_COMMANDS:
                 return Handled(owner=owner, later=lambda: self._commands.run(owner, name))
             return Handled(await self._commands.run(owner, name, command_argument(incoming.text)), owner)
+        if incoming.voice is not None:
+            refused = refusal(incoming.voice, self._conductor.can_listen)
+            if refused is not None:
+                log.info("voice_refused owner=%s channel=%s", owner.id, sender.channel)
+                kept = await self._conductor.keep(owner, incoming)
+                return Handled(refused if kept else None, owner)  # a redelivery is not answered twice
         stored = await self._conductor.receive(owner, incoming)
         return Handled(None, owner, stored is not None)
 

@@ -1,7 +1,8 @@
 """What the memory page and ``GET /api/memory`` show: the document, read for its owner.
 
 Notes by area with their status label (Mentioned once, Learned, Confirmed — or Learned from
-your sent email), each with its sources: the owner's own message, whole, and its date.
+your sent email), each with its sources: the owner's own message, whole, and its date
+(and whether it came from a voice note: then its text is a transcription).
 Only the owner's own messages are shown as sources, never Nod's words or a tool's; a
 source that is gone, or is not the owner's, is listed without text. The archive is shown
 as "Let go" with why and when. Every note, archived record and skill carries an ``etag``:
@@ -36,10 +37,11 @@ def etag(value: Entry | ArchivedRecord | Skill) -> str:
 
 def _source(message_id: int, quote: str | None, found: dict[int, StoredMessage], owner: Owner) -> dict[str, Any]:
     message = found.get(message_id)
-    shown: dict[str, Any] = {"message_id": message_id, "quote": quote, "text": None, "sent_at": None}
+    shown: dict[str, Any] = {"message_id": message_id, "quote": quote, "text": None, "sent_at": None, "voice": False}
     if message is not None:
         shown["text"] = message.text
         shown["sent_at"] = message.sent_at.astimezone(owner.zone).isoformat(timespec="minutes")
+        shown["voice"] = message.voice
     return shown
 
 

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.clock import Clock
 from core.errors import InvalidInput
-from core.message import Appended, NewMessage, Role, StoredMessage
+from core.message import Appended, NewMessage, Role, StoredMessage, VoiceNote
 from core.secrets import contains_secret
 from core.storage.database import writing
 from core.storage.schema import messages, owners, threads
@@ -57,6 +57,8 @@ def stored_message(row: Any) -> StoredMessage:
         origin=row.origin,
         address=row.address,
         awaiting=bool(row.awaiting),
+        voice=bool(row.voice),
+        voice_note=VoiceNote.from_json(row.voice_note),
     )
 
 
@@ -81,6 +83,8 @@ def _row_values(message: NewMessage, thread_id: int) -> dict[str, Any]:
         "origin": message.origin,
         "address": message.address,
         "awaiting": message.awaiting,
+        "voice": message.voice,
+        "voice_note": message.voice_note.to_json() if message.voice_note is not None else None,
     }
 
 
@@ -127,7 +131,8 @@ class MessageStore:
             if conn.dialect.name == "postgresql":  # two resets at once: the second waits, then ends the first's thread
                 await conn.execute(select(owners.c.id).where(owners.c.id == owner_id).with_for_update())
             await conn.execute(
-                update(messages).where(and_(messages.c.owner_id == owner_id, messages.c.awaiting)).values(awaiting=False)
+                update(messages).where(and_(messages.c.owner_id == owner_id, messages.c.awaiting))
+                .values(awaiting=False, voice_note=None)
             )
             await conn.execute(
                 update(threads)
@@ -202,7 +207,7 @@ class MessageStore:
         before its own too: they were in its view.
         """
         values = _row_values(reply, await self.active_thread(owner_id))
-        claim = update(messages).where(messages.c.id == request_id, messages.c.awaiting).values(awaiting=False)
+        claim = self._claiming(request_id)
         async with writing(self._engine) as conn:
             if (await conn.execute(claim)).rowcount != 1:
                 log.info("reply_not_stored owner=%s answers=%s reason=settled", owner_id, request_id)
@@ -221,7 +226,7 @@ class MessageStore:
         For a notice (an apology, "no model"): the owner receives it, but it is not
         conversation, so it is not stored where later prompts and evidence would read it.
         """
-        claim = update(messages).where(messages.c.id == request_id, messages.c.awaiting).values(awaiting=False)
+        claim = self._claiming(request_id)
         async with writing(self._engine) as conn:
             if (await conn.execute(claim)).rowcount != 1:
                 log.info("notice_not_sent owner=%s answers=%s reason=settled", owner_id, request_id)
@@ -231,16 +236,55 @@ class MessageStore:
         return True
 
     @staticmethod
+    def _claiming(request_id: int) -> Any:
+        """The request answered now: no longer awaiting, and a voice note's reference dropped with it."""
+        return (update(messages).where(messages.c.id == request_id, messages.c.awaiting)
+                .values(awaiting=False, voice_note=None))
+
+    @staticmethod
     def _settling(owner_id: int, up_to: int | None) -> Any:
         condition = and_(messages.c.owner_id == owner_id, messages.c.awaiting)
         if up_to is not None:
             condition = and_(condition, messages.c.id <= up_to)
-        return update(messages).where(condition).values(awaiting=False)
+        return update(messages).where(condition).values(awaiting=False, voice_note=None)  # settled: not heard later
 
     async def settle(self, owner_id: int, up_to: int | None = None) -> None:
         """The owner's requests up to ``up_to`` (all when None) need no answer any more."""
         async with writing(self._engine) as conn:
             await conn.execute(self._settling(owner_id, up_to))
+
+    async def pending_voice(self, owner_id: int, up_to: int) -> list[StoredMessage]:
+        """The owner's voice notes up to ``up_to`` still awaiting transcription, oldest first."""
+        query = (select(messages).where(messages.c.owner_id == owner_id, messages.c.awaiting, messages.c.id <= up_to,
+                                        messages.c.voice_note.is_not(None)).order_by(messages.c.id))
+        async with self._engine.connect() as conn:
+            return [stored_message(r) for r in (await conn.execute(query)).all()]
+
+    async def transcribed(self, note_id: int, transcript: NewMessage) -> StoredMessage:
+        """Store the transcript and retire the note it came from (heard, no longer awaiting), at once.
+
+        Messages are only ever appended — the derived search index relies on it — so the
+        transcript is a message of its own after the note's placeholder. Its external id
+        makes a second transcription of the same note a no-op.
+        """
+        values = _row_values(transcript, await self.active_thread(transcript.owner_id))
+        retire = update(messages).where(messages.c.id == note_id).values(voice_note=None, awaiting=False)
+        async with writing(self._engine) as conn:
+            row = (await conn.execute(self._insert(conn).values(**values).returning(*messages.c))).first()
+            if row is None:
+                row = (await conn.execute(select(messages).where(
+                    messages.c.owner_id == transcript.owner_id, messages.c.channel == transcript.channel,
+                    messages.c.external_id == transcript.external_id))).one()
+            await conn.execute(retire)
+        stored = stored_message(row)
+        log.info("message_stored owner=%s message=%s role=%s channel=%s voice_of=%s secret=%s",
+                 stored.owner_id, stored.id, stored.role.value, stored.channel, note_id, stored.secret)
+        return stored
+
+    async def drop_voice(self, note_id: int) -> None:
+        """Give up on transcribing a note (refused, failed): it stays the flagged attachment it is."""
+        async with writing(self._engine) as conn:
+            await conn.execute(update(messages).where(messages.c.id == note_id).values(voice_note=None))
 
     async def is_awaiting(self, message_id: int) -> bool:
         async with self._engine.connect() as conn:

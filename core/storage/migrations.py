@@ -276,6 +276,15 @@ _USAGE_DETAIL = (
     "ALTER TABLE usage ADD COLUMN estimated BOOLEAN NOT NULL DEFAULT false",
 )
 
+# Voice notes (migration 8): a transcript is the owner's message flagged ``voice``; a note
+# waiting to be transcribed keeps the channel's reference to its audio (JSON: a Telegram
+# file_id or a Twilio media URL, never the audio), so a turn a crash interrupted can fetch
+# it again. The reference is cleared once the note is heard or given up on.
+_VOICE = (
+    "ALTER TABLE messages ADD COLUMN voice BOOLEAN NOT NULL DEFAULT false",
+    "ALTER TABLE messages ADD COLUMN voice_note TEXT",
+)
+
 # Related older messages now read history_search's index (own words only), so the first
 # index, kept for them alone, goes: one index to keep right instead of two.
 _SQLITE_ONE_INDEX = (
@@ -325,7 +334,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               tuple(q.format(time="TIMESTAMPTZ") for q in _PAGE)),
     Migration(7, "usage: cached prompt tokens, estimated when the server reported none",
               _USAGE_DETAIL, _USAGE_DETAIL),
-    # 8 is reserved for a change in flight; the runner applies whatever is missing, in order
+    Migration(8, "voice notes: transcripts flagged voice, the reference of a note awaiting transcription",
+              _VOICE, _VOICE),
     Migration(9, "gmail writing style: connections and consents", tuple(q.format(time="DATETIME", false="0") for q in _GMAIL),
               tuple(q.format(time="TIMESTAMPTZ", false="FALSE") for q in _GMAIL)),
     Migration(10, "related messages from history_search's index; the older full-text index dropped",

@@ -98,6 +98,8 @@ messages = Table(
     Column("origin", String),
     Column("address", String),
     Column("awaiting", Boolean, nullable=False, default=False),
+    Column("voice", Boolean, nullable=False, default=False),
+    Column("voice_note", Text),
 )
 
 nod_meta = Table(

@@ -14,6 +14,10 @@ By default it also enforces what real servers enforce, with their own words:
   arguments"; vLLM 0.24/0.25 answers 400 as well);
 - every tool call in the history has a tool message answering it, with string content.
 
+``POST /v1/audio/transcriptions`` (multipart, as OpenAI and local Whisper servers take it)
+answers from a queue per model too (``enqueue_transcript``); each upload is kept, with
+its bytes, as ``transcriptions`` (also ``calls("transcribe")``).
+
 ``reasoning_required`` plays DeepSeek's thinking mode ("Missing `reasoning_content`
 field" when an assistant tool-call message comes back without it), and
 ``rejects_temperature`` an OpenAI reasoning model.
@@ -51,6 +55,16 @@ class Answer:
     error_message: str = "scripted failure"
 
 
+@dataclass(frozen=True)
+class Heard:
+    """A scripted transcription: its text, and what OpenAI's ``usage`` would say (None: no usage)."""
+
+    text: str
+    seconds: float | None = None
+    delay_s: float = 0.0
+    status: int = 200
+
+
 def text(content: str, **kw: Any) -> Answer:
     return Answer(content=content, **kw)
 
@@ -76,6 +90,8 @@ class FakeModelServer:
     reasoning_required: bool = False
     rejects_temperature: bool = False
     refused: list[str] = field(default_factory=list)  # the rule each refused request broke
+    transcriptions: list[dict[str, Any]] = field(default_factory=list)
+    heard: dict[str, deque[Heard]] = field(default_factory=lambda: defaultdict(deque))
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -85,7 +101,12 @@ class FakeModelServer:
     def enqueue(self, model: str, *answers: Answer, purpose: str = "chat") -> None:
         self.queues[(model, purpose)].extend(answers)
 
+    def enqueue_transcript(self, model: str, *answers: Heard) -> None:
+        self.heard[model].extend(answers)
+
     def calls(self, purpose: str = "chat") -> list[dict[str, Any]]:
+        if purpose == "transcribe":
+            return list(self.transcriptions)
         return [r for r in self.requests if purpose_of(r) == purpose]
 
     async def wait_for_calls(self, count: int, purpose: str = "chat", timeout: float = 15.0) -> list[dict[str, Any]]:
@@ -100,6 +121,7 @@ class FakeModelServer:
     async def start(self) -> FakeModelServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._complete)
+        app.router.add_post("/v1/audio/transcriptions", self._transcribe)
         self.runner = web.AppRunner(app)
         await self.runner.setup()
         with socket.socket() as probe:
@@ -142,6 +164,33 @@ class FakeModelServer:
             return web.json_response(error, status=answer.status)
         return web.json_response(_completion(body.get("model", ""), answer))
 
+
+    async def _transcribe(self, request: web.Request) -> web.StreamResponse:
+        """OpenAI's transcription endpoint: a multipart form with ``file`` and ``model``."""
+        form = await request.post()
+        upload, model = form.get("file"), str(form.get("model", ""))
+        if not isinstance(upload, web.FileField) or not model:
+            return web.json_response({"error": {"message": "file and model are required", "code": 400}}, status=400)
+        data = upload.file.read()
+        self.transcriptions.append({"model": model, "filename": upload.filename, "content_type": upload.content_type,
+                                    "data": data, "response_format": form.get("response_format")})
+        self._arrived.set()
+        queue = self.heard.get(model)
+        answer = queue.popleft() if queue else Heard(UNSCRIPTED)
+        if answer.delay_s:
+            sleeping = asyncio.ensure_future(asyncio.sleep(answer.delay_s))
+            self.sleeping.add(sleeping)  # cancelled by stop(), so a slow answer never holds a test up
+            try:
+                await sleeping
+            finally:
+                self.sleeping.discard(sleeping)
+        if answer.status != 200:
+            return web.json_response({"error": {"message": "scripted failure", "type": "server_error"}},
+                                     status=answer.status)
+        body: dict[str, Any] = {"text": answer.text}
+        if answer.seconds is not None:
+            body["usage"] = {"type": "duration", "seconds": answer.seconds}
+        return web.json_response(body)
 
     def _broken_rule(self, body: dict[str, Any]) -> str | None:
         messages = body.get("messages", [])

@@ -42,9 +42,21 @@ class MemoryMessages:
         stored = StoredMessage(next(self._ids), message.owner_id, await self.active_thread(message.owner_id),
                                message.role, message.text, message.sent_at, message.channel, message.external_id,
                                message.card_title, message.attachment, message.forwarded, contains_secret(message.text),
-                               message.origin, message.address, message.awaiting)
+                               message.origin, message.address, message.awaiting, message.voice, message.voice_note)
         self.rows[stored.id] = stored
         return Appended(stored, created=True)
+
+    async def pending_voice(self, owner_id: int, up_to: int) -> list[StoredMessage]:
+        return [r for r in sorted(self.rows.values(), key=lambda r: r.id)
+                if r.owner_id == owner_id and r.awaiting and r.id <= up_to and r.voice_note is not None]
+
+    async def transcribed(self, note_id: int, transcript: NewMessage) -> StoredMessage:
+        stored = (await self.append(transcript)).message
+        self.rows[note_id] = replace(self.rows[note_id], voice_note=None, awaiting=False)
+        return stored
+
+    async def drop_voice(self, note_id: int) -> None:
+        self.rows[note_id] = replace(self.rows[note_id], voice_note=None)
 
     async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None:
         if not self.rows[request_id].awaiting:

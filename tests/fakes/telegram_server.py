@@ -8,8 +8,10 @@ checks its text as Telegram does: with ``parse_mode=HTML`` the markup is parsed 
 Telegram's rules (``tests.fakes.telegram_html``: its tags only, balanced) and refused with
 400 "Bad Request: can't parse entities: …" otherwise; more than 4,096 characters of
 visible text, or none, is refused too. The message sent back carries the visible text and
-its entities, as Telegram's does; ``messages`` keeps them. The helpers at the bottom
-build update JSON as Telegram sends it.
+its entities, as Telegram's does; ``messages`` keeps them. Files a test adds (``add_file``)
+are served as Telegram does: ``getFile`` gives their path and size,
+``GET /file/bot<token>/<path>`` their bytes. The helpers at the bottom build update JSON
+as Telegram sends it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class FakeTelegramServer:
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1000))
     _runner: web.AppRunner | None = None
     port: int = 0
+    files: dict[str, tuple[bytes, str, int]] = field(default_factory=dict)  # file_id -> bytes, path, declared size
+    downloads: list[str] = field(default_factory=list)  # the file paths fetched
     # awaited with each getUpdates offset before answering: a test checks what is stored by then
     before_poll: Callable[[int], Awaitable[None]] | None = None
 
@@ -61,6 +65,7 @@ class FakeTelegramServer:
     async def start(self) -> FakeTelegramServer:
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner, self.port = await serve(app)
         return self
 
@@ -72,6 +77,21 @@ class FakeTelegramServer:
         """Queue an update for getUpdates (long polling)."""
         self._updates.append(update)
         self._arrived.set()
+
+    def add_file(self, file_id: str, data: bytes, declared_size: int | None = None) -> None:
+        """A file getFile answers for; ``declared_size`` is what it says (the real size by default)."""
+        path = f"voice/file_{len(self.files)}.oga"
+        self.files[file_id] = (data, path, len(data) if declared_size is None else declared_size)
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        path = request.match_info["path"]
+        self.downloads.append(path)
+        for data, stored, _ in self.files.values():
+            if stored == path:
+                return web.Response(body=data, content_type="audio/ogg")
+        return web.Response(status=404)
 
     def fail(self, method: str, status: int, retry_after: int | None = None, description: str = "error") -> None:
         body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
@@ -112,7 +132,10 @@ class FakeTelegramServer:
             except EntityError as exc:
                 return web.json_response({"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"}, status=400)
             return web.json_response({"ok": True, "result": self._sent(params, parsed)})
-        return web.json_response({"ok": True, "result": await self._result(method, params)})
+        try:
+            return web.json_response({"ok": True, "result": await self._result(method, params)})
+        except _BadRequest as exc:
+            return web.json_response({"ok": False, "error_code": 400, "description": str(exc)}, status=400)
 
     def _sent(self, params: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
         chat = {"id": int(params["chat_id"]), "type": "private", "first_name": "Owner"}
@@ -133,6 +156,15 @@ class FakeTelegramServer:
             if self.before_poll is not None:
                 await self.before_poll(offset)
             return await self._poll(offset)
+        if method == "getFile":
+            found = self.files.get(str(params.get("file_id")))
+            if found is None:
+                raise _BadRequest("Bad Request: invalid file_id")
+            data, path, size = found
+            if size > 20 * 1024 * 1024:
+                raise _BadRequest("Bad Request: file is too big")
+            return {"file_id": params["file_id"], "file_unique_id": f"u{params['file_id']}", "file_size": size,
+                    "file_path": path}
         return True
 
     async def _poll(self, offset: int) -> list[dict[str, Any]]:
@@ -164,6 +196,10 @@ def _message_text(params: dict[str, Any]) -> Parsed:
     return parsed
 
 
+class _BadRequest(Exception):
+    """A method's 400 answer, with Telegram's description."""
+
+
 def _chat(user_id: int, chat_type: str) -> dict[str, Any]:
     if chat_type == "private":
         return {"id": user_id, "type": "private", "first_name": "Maya"}
@@ -193,3 +229,13 @@ def callback_update(update_id: int, user_id: int, data: str, sent: dict[str, Any
     query = {"id": f"cb{update_id}", "from": {"id": user_id, "is_bot": False, "first_name": "Maya"},
              "chat_instance": "ci", "data": data, "message": message}
     return {"update_id": update_id, "callback_query": query}
+
+
+def voice_update(update_id: int, user_id: int, file_id: str, *, duration: int = 4, file_size: int | None = None,
+                 **extra: Any) -> dict[str, Any]:
+    """An update carrying a voice message (OGG Opus, as Telegram's apps record it)."""
+    voice: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}", "duration": duration,
+                             "mime_type": "audio/ogg"}
+    if file_size is not None:
+        voice["file_size"] = file_size
+    return message_update(update_id, user_id, voice=voice, **extra)

@@ -5,6 +5,11 @@ with the account sid and auth token, a form body, a message resource back), reco
 message, and can be told to fail the next sends with a Twilio error code or to answer
 slowly. ``inbound_form`` and ``sign`` build what Twilio's webhook would POST to Nod.
 ``GET /_sent`` answers how many messages it took.
+
+Media a test adds (``add_media``) are served as Twilio serves them: ``GET
+…/Messages/{sid}/Media/{media}`` wants basic auth and answers with a redirect to a
+storage server on another origin (another port), which, like S3 with a signed URL,
+refuses a request that still carries an Authorization header.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ class FakeTwilioServer:
     _runner: web.AppRunner | None = None
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
     port: int = 0
+    media: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # media sid -> bytes, content type
+    media_fetches: list[str] = field(default_factory=list)  # media sids handed over by the storage server
+    _storage: web.AppRunner | None = None
+    storage_port: int = 0
 
     @property
     def base_url(self) -> str:
@@ -43,12 +52,42 @@ class FakeTwilioServer:
         app = web.Application()
         app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", self._create)
         app.router.add_get("/_sent", self._count)  # for a benchmark running this server in another process
+        app.router.add_get("/2010-04-01/Accounts/{sid}/Messages/{message}/Media/{media}", self._media)
         self._runner, self.port = await serve(app)
+        storage = web.Application()
+        storage.router.add_get("/media/{media}", self._stored_media)
+        self._storage, self.storage_port = await serve(storage)
         return self
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        for runner in (self._runner, self._storage):
+            if runner is not None:
+                await runner.cleanup()
+
+    def add_media(self, media_sid: str, data: bytes, content_type: str = "audio/ogg", message_sid: str = "MM1") -> str:
+        """Keep a medium; returns its MediaUrl as Twilio's webhook gives it (api.twilio.com)."""
+        self.media[media_sid] = (data, content_type)
+        return f"https://api.twilio.com/2010-04-01/Accounts/{ACCOUNT_SID}/Messages/{message_sid}/Media/{media_sid}"
+
+    def _authorized(self, request: web.Request) -> bool:
+        expected = "Basic " + base64.b64encode(f"{ACCOUNT_SID}:{AUTH_TOKEN}".encode()).decode()
+        return request.match_info["sid"] == ACCOUNT_SID and request.headers.get("Authorization") == expected
+
+    async def _media(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return web.json_response({"code": 20003, "message": "Authenticate", "status": 401}, status=401)
+        if request.match_info["media"] not in self.media:
+            return web.json_response({"code": 20404, "message": "Not found", "status": 404}, status=404)
+        raise web.HTTPTemporaryRedirect(f"http://127.0.0.1:{self.storage_port}/media/{request.match_info['media']}")
+
+    async def _stored_media(self, request: web.Request) -> web.Response:
+        if "Authorization" in request.headers:  # S3: "Only one auth mechanism allowed"
+            return web.Response(status=400, text="Only one auth mechanism allowed")
+        found = self.media.get(request.match_info["media"])
+        if found is None:
+            return web.Response(status=404)
+        self.media_fetches.append(request.match_info["media"])
+        return web.Response(body=found[0], content_type=found[1])
 
     def fail(self, status: int, code: int, message: str) -> None:
         self._failures.append((status, code, message))
@@ -69,8 +108,7 @@ class FakeTwilioServer:
         return web.json_response(len(self.sent))
 
     async def _create(self, request: web.Request) -> web.Response:
-        expected = "Basic " + base64.b64encode(f"{ACCOUNT_SID}:{AUTH_TOKEN}".encode()).decode()
-        if request.match_info["sid"] != ACCOUNT_SID or request.headers.get("Authorization") != expected:
+        if not self._authorized(request):
             return web.json_response({"code": 20003, "message": "Authenticate", "status": 401}, status=401)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)

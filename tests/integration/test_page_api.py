@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
+from bot.cli_data import memory_show
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin, Skill
 from core.message import Inbound, NewMessage, Role
@@ -97,9 +98,26 @@ async def test_the_view_shows_labels_and_only_the_owners_own_words_as_sources(si
     assert status == 200 and [a["area"] for a in view["areas"]] == ["about", "preferences", "people", "routines", "lessons"]
     assert (entry["label"], entry["status"]) == ("Mentioned once", "tentative")
     assert entry["evidence"] == [{"message_id": said, "quote": "my sister Ana lives in Porto",
-                                  "text": "my sister Ana lives in Porto", "sent_at": "2026-12-03T09:00+00:00"}]
+                                  "text": "my sister Ana lives in Porto", "sent_at": "2026-12-03T09:00+00:00",
+                                  "voice": False}]
     assert "Porto is lovely" not in str(view)  # Nod's reply is no source
     assert view["settings"] == {"saving_enabled": True, "remember_sensitive": False}
+
+
+async def test_a_source_that_was_a_voice_note_says_so_on_the_page_and_in_nod_memory_show(
+        site: PageSite, maya: PageClient) -> None:
+    store = site.nod.svc.messages
+    said = (await store.append(NewMessage(site.nod.owner.id, Role.OWNER, "my brother Rui lives in Braga", "telegram",
+                                          START, voice=True))).message
+    entry = ops.make_entry("people/brother", "Brother: Rui, lives in Braga", origin=Origin.STATED, now=START,
+                           evidence=(Evidence(said.id, "my brother Rui lives in Braga"),))
+    await site.nod.svc.memory.update(site.nod.owner.id, lambda d: ops.add_entry(d, entry))
+    assert (await _entry(maya, "people/brother"))["evidence"][0]["voice"] is True
+    async with maya.http.get(f"{site.base}/settings/memory") as page:
+        html = await page.text()
+    assert '<time>2026-12-03T09:00+00:00</time> <span class="voice">(voice note)</span>' in html
+    shown = await memory_show(site.nod.svc, "Maya", as_json=False)
+    assert shown.splitlines()[1] == "  sources: 2026-12-03 09:00 (voice note)"
 
 
 async def test_every_change_needs_the_csrf_token(site: PageSite, maya: PageClient) -> None:

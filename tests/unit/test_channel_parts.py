@@ -1,13 +1,28 @@
-"""Channel-independent pieces with no I/O: command names, WhatsApp forms, work slots."""
+"""Channel pieces with no I/O: command names, WhatsApp forms, Telegram voice notes, work slots."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 
+from telegram import Update
+
+from adapters.telegram.inbound import incoming_message as telegram_incoming
 from adapters.whatsapp.inbound import incoming_message
 from core.agent.slots import WorkSlots, waiting_elsewhere
 from core.inbox.commands import command_name
+from core.message import VoiceNote
+from core.owner import Identity
+from core.voice import (
+    CANNOT_LISTEN,
+    MAX_AUDIO_BYTES,
+    MAX_AUDIO_SECONDS,
+    PLACEHOLDER,
+    TOO_BIG,
+    TOO_LONG,
+    refusal,
+    upload_name,
+)
 
 
 def test_only_the_known_commands_are_commands() -> None:
@@ -103,3 +118,47 @@ async def test_a_turn_back_from_its_model_goes_before_a_new_turn() -> None:
     three = asyncio.create_task(newcomer())
     await asyncio.wait_for(asyncio.gather(one, two, three), 2)
     assert order == ["blocker done", "first finishes", "newcomer works"]
+
+
+def test_an_audio_medium_is_the_voice_note_itself_and_the_body_comes_first() -> None:
+    base = {"MessageSid": "SM1", "From": "whatsapp:+351910000001", "Body": "", "NumMedia": "2",
+            "MediaContentType0": "image/jpeg", "MediaUrl0": "https://api.twilio.com/m/ME0",
+            "MediaContentType1": "audio/ogg", "MediaUrl1": "https://api.twilio.com/m/ME1"}
+    note = incoming_message(base)
+    assert note is not None and note.voice == VoiceNote("https://api.twilio.com/m/ME1", "voice.ogg", "audio/ogg")
+    assert (note.text, note.attachment) == (PLACEHOLDER, True)
+    assert [(a.text, a.attachment) for a in note.asides] == [("[sent a file: image/jpeg]", True)]
+    captioned = incoming_message({**base, "Body": "listen to this"})
+    assert captioned is not None and [a.text for a in captioned.asides][0] == "listen to this"
+
+
+def test_telegram_voice_and_audio_carry_what_transcription_needs() -> None:
+    def update(**extra: object) -> Update:
+        message = {"message_id": 1, "date": 1_764_750_000, "chat": {"id": 42, "type": "private", "first_name": "M"},
+                   "from": {"id": 42, "is_bot": False, "first_name": "M"}, **extra}
+        return Update.de_json({"update_id": 9, "message": message}, None)
+
+    sender = Identity("telegram", "42")
+    voice = telegram_incoming(update(voice={"file_id": "F1", "file_unique_id": "u", "duration": 7,
+                                            "mime_type": "audio/ogg", "file_size": 2048}), sender)
+    assert voice is not None and voice.voice == VoiceNote("F1", "voice.ogg", "audio/ogg", 2048, 7)
+    assert (voice.text, voice.attachment, voice.asides) == ("[sent a voice message]", True, ())
+    song = telegram_incoming(update(caption="what does he say?", audio={
+        "file_id": "F2", "file_unique_id": "v", "duration": 61, "file_name": "memo.m4a", "mime_type": "audio/mp4"}),
+        sender)
+    assert song is not None and song.voice == VoiceNote("F2", "memo.m4a", "audio/mp4", None, 61)
+    assert [(a.text, a.attachment, a.forwarded) for a in song.asides] == [("what does he say?", False, False)]
+    photo = telegram_incoming(update(photo=[{"file_id": "P", "file_unique_id": "p", "width": 1, "height": 1}]), sender)
+    assert photo is not None and photo.voice is None
+
+
+def test_voice_bounds_upload_names_and_the_stored_reference() -> None:
+    assert refusal(VoiceNote("F", "voice.ogg"), can_listen=False) == CANNOT_LISTEN
+    assert refusal(VoiceNote("F", "voice.ogg", duration_s=MAX_AUDIO_SECONDS + 1), True) == TOO_LONG
+    assert refusal(VoiceNote("F", "voice.ogg", size_bytes=MAX_AUDIO_BYTES + 1), True) == TOO_BIG
+    assert refusal(VoiceNote("F", "voice.ogg", size_bytes=MAX_AUDIO_BYTES, duration_s=MAX_AUDIO_SECONDS), True) is None
+    assert upload_name("audio/ogg", "voice.oga") == "voice.ogg"  # OpenAI refuses .oga
+    assert upload_name("audio/mpeg; codecs=mp3") == "voice.mp3" and upload_name(None) == "voice.ogg"
+    note = VoiceNote("https://api.twilio.com/m/ME1", "voice.ogg", "audio/ogg", 10, 3)
+    assert VoiceNote.from_json(note.to_json()) == note
+    assert VoiceNote.from_json("{not json") is None and VoiceNote.from_json(None) is None

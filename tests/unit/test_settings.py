@@ -43,6 +43,7 @@ def test_env_file_is_read_and_the_environment_wins(tmp_path: Path, environ) -> N
         ({"TWILIO_ACCOUNT_SID": "AC1"}, "TWILIO_AUTH_TOKEN"),
         ({"TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN": "a", "TWILIO_WHATSAPP_FROM": "w"}, "NOD_PUBLIC_URL"),
         ({"NOD_AGENT_MODEL": "gpt"}, "OPENAI_API_KEY"),
+        ({"NOD_TRANSCRIBE_MODEL": "whisper-1"}, "OPENAI_API_KEY"),
         ({"NOD_PORT": "eighty"}, "NOD_PORT"),
         ({"GOOGLE_CLIENT_ID": "id"}, "GOOGLE_CLIENT_SECRET"),
         ({"GOOGLE_CLIENT_ID": "id", "GOOGLE_CLIENT_SECRET": "s", "NOD_PUBLIC_URL": "https://x"}, "NOD_SECRET_KEY"),
@@ -57,6 +58,16 @@ def test_missing_or_bad_settings_name_the_variable(given: dict[str, str], named:
 def test_a_local_model_server_needs_no_key(environ) -> None:  # type: ignore[no-untyped-def]
     settings = environ({"NOD_AGENT_MODEL": "llama3", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"})
     assert settings.agent_model == "llama3"
+
+
+def test_transcription_has_its_own_server_and_key_or_uses_the_models(environ) -> None:  # type: ignore[no-untyped-def]
+    local = environ({"NOD_TRANSCRIBE_MODEL": "Systran/faster-whisper-small",
+                     "NOD_TRANSCRIBE_BASE_URL": "http://127.0.0.1:8000/v1"})
+    assert (local.transcribe_model, local.transcribe_base_url, local.transcribe_api_key) == (
+        "Systran/faster-whisper-small", "http://127.0.0.1:8000/v1", None)
+    shared = environ({"NOD_TRANSCRIBE_MODEL": "whisper-1", "OPENAI_API_KEY": "sk-test"})
+    assert shared.transcribe_model == "whisper-1" and shared.transcribe_base_url is None
+    assert Settings().transcribe_model is None  # voice notes off by default
 
 
 def test_logging_silences_libraries_that_would_log_sql_parameters() -> None:

@@ -18,3 +18,11 @@ def test_overrides_win_and_unknown_models_cost_nothing() -> None:
     assert table.cost("gpt-4o-mini", 1_000_000, 1_000_000) == pytest.approx(3.0)
     assert table.cost("llama3", 2_000_000, 0) == pytest.approx(1.0)
     assert table.cost("qwen2.5:7b", 10**9, 10**9) == 0.0
+
+
+def test_transcription_is_priced_per_minute_of_audio_and_a_local_whisper_costs_nothing() -> None:
+    table = PriceTable.with_overrides({})
+    assert table.audio_cost("whisper-1", 90) == pytest.approx(0.009)
+    assert table.audio_cost("gpt-4o-mini-transcribe-2025-03-20", 60) == pytest.approx(0.003)
+    assert table.audio_cost("Systran/faster-whisper-small", 600) == 0.0
+    assert table.cost("whisper-1", 1_000, 1_000) == 0.0  # not a chat model's token price

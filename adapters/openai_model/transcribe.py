@@ -1,0 +1,59 @@
+"""``Transcriber`` over ``openai.AsyncOpenAI``'s ``audio.transcriptions.create``.
+
+``POST /v1/audio/transcriptions`` (multipart: the file, the model) is what OpenAI serves and
+what local Whisper servers that speak its API serve too (speaches/faster-whisper-server,
+LocalAI, vLLM's Whisper), so one client does for all; ``NOD_TRANSCRIBE_BASE_URL`` picks
+the server. The audio is handed over from memory as ``(filename, bytes, content type)``:
+OpenAI reads the format from the name's ending (``voice.ogg`` for Telegram's OGG Opus).
+``response_format="json"`` is asked for, the one every server answers; OpenAI's answer
+also carries ``usage`` (seconds of audio, or tokens for the gpt-4o models), which is
+kept for the usage row.
+
+The SDK's retries stay on: a transcription changes nothing on the server. Its errors
+become ``core.errors.ModelError``s, exactly as for chat (``chat.model_error``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from adapters.openai_model.chat import model_error, server_message
+from core.voice import Audio, Transcript
+
+log = logging.getLogger("nod.openai")
+
+
+def _usage(result: Any) -> tuple[float | None, int, int]:
+    usage = getattr(result, "usage", None)
+    if usage is None:
+        return None, 0, 0
+    seconds = getattr(usage, "seconds", None)
+    return (float(seconds) if isinstance(seconds, int | float) else None,
+            int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0))
+
+
+class OpenAITranscriber:
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self._client = client
+
+    async def transcribe(self, model: str, audio: Audio) -> Transcript:
+        upload = (audio.filename, audio.data, audio.content_type or "application/octet-stream")
+        try:
+            result = await self._client.audio.transcriptions.create(model=model, file=upload, response_format="json")
+        except openai.OpenAIError as exc:
+            if isinstance(exc, openai.APIStatusError):
+                log.warning("transcription_failed model=%s status=%s message=%r", model, exc.status_code,
+                            server_message(exc))
+            else:
+                log.warning("transcription_failed model=%s error=%s", model, type(exc).__name__)
+            raise model_error(exc) from exc
+        text = result if isinstance(result, str) else str(getattr(result, "text", "") or "")
+        seconds, tokens_in, tokens_out = _usage(result)
+        return Transcript(text, model, seconds, tokens_in, tokens_out)
+
+    async def close(self) -> None:
+        await self._client.close()

@@ -1,0 +1,78 @@
+"""Fetching a WhatsApp voice note's audio from Twilio into memory.
+
+The reference stored with the note is the webhook's ``MediaUrl0``, a Twilio API address
+(``https://api.twilio.com/2010-04-01/Accounts/AC…/Messages/MM…/Media/ME…``). It is
+fetched with HTTP basic auth (account SID and auth token: Twilio can require it for
+media), following Twilio's redirect to its storage; aiohttp drops the Authorization
+header when a redirect leaves the origin, so the credentials go to Twilio only. They are
+sent only to Twilio's API host — or, when ``TWILIO_API_BASE_URL`` names a proxy (or a
+test server), to that, with Twilio's own host rewritten to it like every API call — and
+never to another address a form might name.
+
+Twilio declares no size, so the size is bounded while reading: a ``Content-Length`` over
+the bound is refused before the body is read, and reading stops as soon as the bytes pass
+it. The audio stays in memory; nothing is written to disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+import aiohttp
+
+from core.errors import AudioTooLarge, AudioUnavailable
+from core.message import VoiceNote
+
+log = logging.getLogger("nod.whatsapp")
+TWILIO_API = "https://api.twilio.com"
+FETCH_TIMEOUT_S = 60.0
+CHUNK = 64 * 1024
+
+
+class TwilioMedia:
+    def __init__(self, account_sid: str, auth_token: str, api_base_url: str | None = None,
+                 timeout_s: float = FETCH_TIMEOUT_S) -> None:
+        token = base64.b64encode(f"{account_sid}:{auth_token}".encode()).decode("ascii")
+        self._authorization = f"Basic {token}"
+        self._base = (api_base_url or TWILIO_API).rstrip("/")
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    def url_for(self, media_url: str) -> str | None:
+        """Where to fetch ``media_url`` with the credentials, or None when it is not Twilio's."""
+        if media_url.startswith(TWILIO_API + "/"):
+            media_url = self._base + media_url[len(TWILIO_API):]
+        return media_url if media_url.startswith(self._base + "/") else None
+
+    async def fetch(self, note: VoiceNote, max_bytes: int) -> bytes:
+        url = self.url_for(note.source)
+        if url is None:
+            log.warning("twilio_media_refused reason=not_twilio")
+            raise AudioUnavailable("The voice note's address is not Twilio's.")
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        try:
+            async with self._session.get(url, headers={"Authorization": self._authorization}) as response:
+                if response.status != 200:
+                    log.warning("twilio_media_unavailable status=%s", response.status)
+                    raise AudioUnavailable(f"Twilio did not hand over the voice note (HTTP {response.status}).")
+                if response.content_length is not None and response.content_length > max_bytes:
+                    raise AudioTooLarge("The voice note is larger than Nod listens to.")
+                return await _bounded(response, max_bytes)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            log.warning("twilio_media_unavailable error=%s", type(exc).__name__)
+            raise AudioUnavailable("Twilio could not be reached for the voice note.") from exc
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+async def _bounded(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+    data = bytearray()
+    async for chunk in response.content.iter_chunked(CHUNK):
+        data.extend(chunk)
+        if len(data) > max_bytes:
+            raise AudioTooLarge("The voice note is larger than Nod listens to.")
+    return bytes(data)

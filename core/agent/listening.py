@@ -1,0 +1,101 @@
+"""Hearing a turn's voice notes before the turn answers: fetch, bound, transcribe, store.
+
+A voice note arrives as its placeholder ("[sent a voice message]", a flagged attachment)
+stored awaiting like any request, with the channel's reference to its audio. The turn —
+holding the owner's lock, its request checked to still await — hears every note of the
+owner up to its request that is still waiting: the channel's ``AudioSource`` fetches the
+audio into memory (never further), the gateway transcribes it (a ``transcribe`` usage
+row), and the transcript is appended as the owner's message flagged ``voice`` while the
+note is retired, in one transaction. The turn then answers the newest of its request and
+those transcripts, so answering it settles them all.
+
+A crash before that transaction leaves the note awaiting with its reference, so the
+turn a restart recovers fetches and transcribes it again; after it, the transcript
+awaits like any typed request. A note that cannot be heard (too large once downloaded,
+gone, the model failing) is given up on: it stays the flagged attachment, and when it was
+the request itself the owner gets one sentence instead of a turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from core.agent.gateway import Gateway
+from core.agent.slots import waiting_elsewhere
+from core.errors import AudioTooLarge, NodError, VoiceError
+from core.message import NewMessage, StoredMessage, VoiceNote
+from core.ports import Messages
+from core.voice import MAX_AUDIO_BYTES, SILENT, TOO_BIG, UNHEARD, Audio, AudioSource, refusal
+
+log = logging.getLogger("nod.agent.voice")
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What the turn answers: ``request`` (a transcript, when the request was a voice note),
+    or, when the request itself could not be heard, the ``notice`` that answers it instead."""
+
+    request: StoredMessage
+    notice: str | None = None
+
+
+class Listener:
+    def __init__(self, gateway: Gateway, messages: Messages, sources: Mapping[str, AudioSource]) -> None:
+        self._gateway = gateway
+        self._messages = messages
+        self._sources = dict(sources)
+
+    async def hear(self, request: StoredMessage) -> Heard:
+        """Transcribe the owner's waiting voice notes up to ``request``; what the turn should answer."""
+        newest = request
+        for note in await self._messages.pending_voice(request.owner_id, request.id):  # usually none: one query
+            assert note.voice_note is not None
+            try:
+                transcript = await self._transcribed(note, note.voice_note)
+            except NodError as exc:
+                log.info("voice_not_heard owner=%s message=%s error=%s", note.owner_id, note.id, type(exc).__name__)
+                await self._messages.drop_voice(note.id)
+                if note.id == request.id:
+                    return Heard(request, _sentence(exc))
+                continue
+            if note.id == request.id or transcript.id > newest.id:
+                newest = transcript
+        return Heard(newest)
+
+    async def _transcribed(self, note: StoredMessage, voice: VoiceNote) -> StoredMessage:
+        sentence = refusal(voice, self._gateway.transcribe_configured)
+        if sentence is not None:  # no model any more, or a stored note past the bounds
+            raise _Refused(sentence)
+        source = self._sources.get(note.channel)
+        if source is None:
+            raise _Refused(UNHEARD)
+        async with waiting_elsewhere():  # a download is waiting, not work: another turn may use the slot
+            data = await source.fetch(voice, MAX_AUDIO_BYTES)
+        if len(data) > MAX_AUDIO_BYTES:  # a source that did not bound its read
+            raise AudioTooLarge("The voice note is larger than Nod listens to.")
+        audio = Audio(data, voice.filename, voice.content_type,
+                      float(voice.duration_s) if voice.duration_s is not None else None)
+        transcript = await self._gateway.transcribe(note.owner_id, audio)
+        del audio, data  # the sound is not kept: only its words are
+        words = transcript.text.strip()
+        if not words:
+            raise _Refused(SILENT)
+        log.info("voice_heard owner=%s message=%s chars=%s", note.owner_id, note.id, len(words))
+        return await self._messages.transcribed(note.id, NewMessage(
+            owner_id=note.owner_id, role=note.role, text=words, channel=note.channel, sent_at=note.sent_at,
+            external_id=f"{note.external_id}#voice" if note.external_id else None, forwarded=note.forwarded,
+            origin=note.origin, address=note.address, awaiting=True, voice=True))
+
+
+class _Refused(VoiceError):
+    """A note Nod will not transcribe (here only); the message is the sentence for the owner."""
+
+
+def _sentence(error: NodError) -> str:
+    """Refused: its own sentence; too large once downloaded: the size; anything else (the
+    channel, the model): try again."""
+    if isinstance(error, _Refused):
+        return str(error)
+    return TOO_BIG if isinstance(error, AudioTooLarge) else UNHEARD

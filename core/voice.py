@@ -1,0 +1,119 @@
+"""Voice notes: the bounds Nod listens within, the sentences it answers with, the two ports.
+
+A channel hands in a ``VoiceNote`` (``core.message``): a reference to the audio, never
+the audio. Nod keeps the audio in memory only while it is transcribed — not in the
+database, not on disk — so what the owner said is kept as the transcript (a message
+flagged ``voice``) and the sound itself is gone once it has been heard.
+
+Bounds come first and cost nothing: the size and duration the platform declares are
+checked before anything is downloaded (``refusal``), the size again while and after
+downloading (an ``AudioSource`` stops reading past ``MAX_AUDIO_BYTES``). 20 MB is what
+Telegram lets a bot download; ten minutes keeps one note's transcription to about six
+cents at OpenAI's list price. WhatsApp (Twilio) declares neither, so there the size bound
+is the only one.
+
+Two ports: an ``AudioSource`` per channel fetches the bytes (python-telegram-bot's
+``getFile``, Twilio's media URL), and a ``Transcriber`` (the OpenAI-compatible
+``/v1/audio/transcriptions`` adapter) turns them into text; the gateway times it and
+records its usage row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from core.message import VoiceNote
+
+MAX_AUDIO_BYTES = 20 * 1024 * 1024
+MAX_AUDIO_SECONDS = 10 * 60
+# Opus voice notes run at about 16 kbit/s: how long a note is when no one said
+# (WhatsApp), so its usage row is still priced; the row is marked estimated.
+ESTIMATED_BYTES_PER_SECOND = 2_000
+
+CANNOT_LISTEN = ("I can't listen to voice notes yet (the operator turns them on with NOD_TRANSCRIBE_MODEL), "
+                 "so please write to me instead.")
+TOO_LONG = (f"That voice note is too long for me: I listen to notes of up to {MAX_AUDIO_SECONDS // 60} minutes, "
+            "so please send a shorter one or write it down.")
+TOO_BIG = (f"That voice note is too large for me: I listen to files of up to {MAX_AUDIO_BYTES // (1024 * 1024)} MB, "
+           "so please send a shorter one or write it down.")
+UNHEARD = "I couldn't listen to that voice note just now, so please send it again or write it down."
+SILENT = "I couldn't make out any words in that voice note, so please send it again or write it down."
+PLACEHOLDER = "[sent a voice message]"
+
+# What OpenAI's endpoint accepts, by ending; a local Whisper server decodes with ffmpeg and takes these too.
+_ENDINGS = {
+    "audio/ogg": "ogg", "audio/opus": "ogg", "audio/oga": "ogg", "audio/mpeg": "mp3", "audio/mp3": "mp3",
+    "audio/mp4": "m4a", "audio/m4a": "m4a", "audio/x-m4a": "m4a", "audio/aac": "m4a", "audio/wav": "wav",
+    "audio/x-wav": "wav", "audio/webm": "webm", "audio/flac": "flac", "audio/amr": "amr",
+}
+_KNOWN_ENDINGS = frozenset({"flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg", "wav", "webm"})
+
+
+@dataclass(frozen=True)
+class Audio:
+    """A voice note's bytes, in memory only, with what the transcription server needs to read them."""
+
+    data: bytes
+    filename: str
+    content_type: str | None = None
+    duration_s: float | None = None  # declared by the platform; else the server's, else an estimate
+
+
+@dataclass(frozen=True)
+class Transcript:
+    text: str
+    model: str = ""
+    seconds: float | None = None  # the audio's length as the server reported it (OpenAI's usage), if it did
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class AudioSource(Protocol):
+    """One channel's way to fetch a voice note's audio into memory.
+
+    Raises AudioTooLarge past ``max_bytes`` (declared or read) and AudioUnavailable when the
+    platform cannot hand it over.
+    """
+
+    async def fetch(self, note: VoiceNote, max_bytes: int) -> bytes: ...
+
+
+class Transcriber(Protocol):
+    """An OpenAI-compatible transcription endpoint; raises ModelError when there is no text."""
+
+    async def transcribe(self, model: str, audio: Audio) -> Transcript: ...
+
+    async def close(self) -> None: ...
+
+
+def refusal(note: VoiceNote, can_listen: bool) -> str | None:
+    """The one sentence that answers a voice note Nod will not transcribe, or None to transcribe it."""
+    if not can_listen:
+        return CANNOT_LISTEN
+    if note.duration_s is not None and note.duration_s > MAX_AUDIO_SECONDS:
+        return TOO_LONG
+    if note.size_bytes is not None and note.size_bytes > MAX_AUDIO_BYTES:
+        return TOO_BIG
+    return None
+
+
+def upload_name(content_type: str | None, given: str | None = None) -> str:
+    """``voice.ogg`` and the like: the name the audio is uploaded under.
+
+    OpenAI reads the format from the ending and refuses Telegram's ``.oga`` for OGG Opus,
+    so a name the platform gave is kept only when its ending is one the endpoint knows.
+    """
+    if given and "." in given and given.rsplit(".", 1)[1].lower() in _KNOWN_ENDINGS:
+        return given
+    base = (content_type or "").split(";", 1)[0].strip().lower()
+    return f"voice.{_ENDINGS.get(base, 'ogg')}"
+
+
+def audio_seconds(audio: Audio, transcript: Transcript | None) -> tuple[float, bool]:
+    """How long the audio is, for its price, and whether that is an estimate."""
+    if audio.duration_s is not None:
+        return audio.duration_s, False
+    if transcript is not None and transcript.seconds is not None:
+        return transcript.seconds, False
+    return len(audio.data) / ESTIMATED_BYTES_PER_SECOND, True
