@@ -61,7 +61,7 @@ def _models(s: Settings) -> list[str]:
              else "off: set NOD_AGENT_MODEL (each message gets a sentence saying so)")
     memory = (f"on, {s.memory_model} at {_server(s.memory_base_url or s.openai_base_url)}" if s.memory_model
               else "off: set NOD_MEMORY_MODEL (nothing is saved, no evidence is selected)")
-    transcribe = (f"on, {s.transcribe_model}" if s.transcribe_model
+    transcribe = (f"on, {s.transcribe_model} at {_server(s.transcribe_base_url or s.openai_base_url)}" if s.transcribe_model
                   else "off: set NOD_TRANSCRIBE_MODEL (voice notes get a sentence saying so)")
     return [_line("agent model", agent), _line("memory model", memory), _line("voice notes", transcribe)]
 

@@ -12,11 +12,15 @@ from core.errors import ConfigError
 
 @pytest.fixture
 def environ(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """The process environment with none of Nod's variables, and a way to set some."""
-    for name in [*variable_names(), "NOD_MAX_CONCURRENT_TURNS"]:
-        monkeypatch.delenv(name, raising=False)
+    """The process environment with none of Nod's variables, and a way to load with just some set."""
+    def clear() -> None:
+        for name in [*variable_names(), "NOD_MAX_CONCURRENT_TURNS"]:
+            monkeypatch.delenv(name, raising=False)
+
+    clear()
 
     def load(values: dict[str, str], env_file: Path | None = None) -> Settings:
+        clear()
         for name, value in values.items():
             monkeypatch.setenv(name, value)
         return load_settings(env_file=env_file)

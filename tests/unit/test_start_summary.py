@@ -47,7 +47,7 @@ def test_with_everything_configured_each_part_is_on_and_no_secret_is_shown() -> 
         "  Gmail         on, owners connect it from the memory page or nod gmail connect",
         "  agent model   on, qwen3:8b at 127.0.0.1:11434",
         "  memory model  on, qwen3:4b at 127.0.0.1:11434",
-        "  voice notes   on, whisper-1",
+        "  voice notes   on, whisper-1 at 127.0.0.1:11434",
         "  maintenance   on, hourly at minute 7 UTC",
         "  database      postgresql+asyncpg://nod:***@db.internal:5432/nod",
         "  search index  the database's own (PostgreSQL full text)",
