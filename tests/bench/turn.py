@@ -70,6 +70,8 @@ async def _backend(name: str, url: str, rounds: int) -> list[str]:
             batch = [NewMessage(owner.id, Role.OWNER if i % 2 == 0 else Role.ASSISTANT, texts[i], "bench",
                                 START + timedelta(minutes=5 * i)) for i in range(first, first + 10_000)]
             await svc.messages.append_many(owner.id, batch)
+        if svc.search_index is not None:  # built before timing, as `nod run` does at start
+            await svc.search_index.warm()
         for shape in ("answer", "search+answer"):
             gateway = build_gateway(settings, svc.usage, svc.clock, (InstantModel(shape != "answer"), None))
             sink = Sink()
