@@ -3,7 +3,8 @@
 The memory model is told to describe only the style; as a model it can slip, and the mails
 it read are the owner's correspondence. So the server refuses a description that is longer
 than 500 characters, or that holds an email address, a phone number, a secret, or any name,
-number or run of four words found in the sampled mails. Names are what the mails show as
+number or run of four words found in the sampled mails (a name in any case, inside a
+possessive or a hyphenated word; a number also when written out in words). Names are what the mails show as
 names: the people in their address headers, who a greeting greets ("Hi Ana"), who signs
 ("Best,\\nMaya"), and capitalised words inside a sentence — less the few words a style is
 described in (greetings, sign-offs, languages). A refusal names its kind only, never the
@@ -90,6 +91,26 @@ def sampled_names(samples: Samples) -> frozenset[str]:
     return frozenset(n for n in names if n not in STYLE_WORDS and len(n) >= 2)
 
 
+_LETTERS = re.compile(r"[^\W\d_]+")
+_FOLDED_STYLE_WORDS = frozenset(w.casefold() for w in STYLE_WORDS)
+
+
+def _folded_parts(words: Iterable[str]) -> set[str]:
+    """Words as letter runs, case-folded: "Ana's", "ANA" and "Maya-style" hold "ana" and "maya"."""
+    return {part.casefold() for word in words for part in _LETTERS.findall(word) if len(part) >= 2}
+
+
+NUMBER_WORDS = frozenset("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
+million""".split())
+
+
+def _spelled_number(text: str) -> bool:
+    """Two number words in a row ("nine one two", "forty-five thousand"): a number written out."""
+    words = [w.casefold() for w in _LETTERS.findall(text)]
+    return any(a in NUMBER_WORDS and b in NUMBER_WORDS for a, b in zip(words, words[1:], strict=False))
+
+
 def _grams(words: Iterable[str], n: int) -> set[tuple[str, ...]]:
     seq = list(words)
     return {tuple(seq[i:i + n]) for i in range(len(seq) - n + 1)}
@@ -113,10 +134,10 @@ def refusal(style: str, samples: Samples) -> str | None:
     if find_secret(text) is not None:
         return "secret"
     numbers = {d.lstrip("0") or "0" for t in samples.texts for d in _DIGITS.findall(t)}
-    if any((d.lstrip("0") or "0") in numbers for d in _DIGITS.findall(text)):
+    if any((d.lstrip("0") or "0") in numbers for d in _DIGITS.findall(text)) or _spelled_number(text):
         return "number"
-    names = sampled_names(samples)
-    if any(w in names for w in _words(text)):
+    names = _folded_parts(sampled_names(samples)) - _FOLDED_STYLE_WORDS
+    if names & _folded_parts(_LETTERS.findall(text)):  # in any case, possessive or hyphenated
         return "name"
     sampled = set().union(*(_grams(_lower_words(t), QUOTE_WORDS) for t in samples.texts)) if samples.texts else set()
     if _grams(_lower_words(text), QUOTE_WORDS) & sampled:

@@ -115,10 +115,20 @@ STYLE = "Writes short, warm emails in English; greets with Hi and a first name, 
     ("Meets at 3 usually.", "number"),
     ("Mentions Porto a lot.", "name"),
     ("Greets Ana by name.", "name"),
-    ("Often says the trip to porto is on.", "quote"),
+    ("Often says the trip to porto is on.", "name"),  # a name in lower case is still the name
+    ("signs off as maya.", "name"),
+    ("Signs off as MAYA.", "name"),
+    ("Often writes to Ana's team.", "name"),
+    ("Sign-off: Maya-style.", "name"),
+    ("Her number is nine one two three.", "number"),
+    ("Budget of forty-five thousand euros.", "number"),
 ])
 def test_the_server_check_refuses_length_and_every_kind_of_fact(style: str, why: str | None) -> None:
     assert refusal(style, _samples("Hi Ana,\nthe trip to Porto is on at 3pm.\n\nBest,\nMaya")) == why
+
+
+def test_four_words_in_a_row_from_the_mails_are_a_quote() -> None:
+    assert refusal("Often says see you all soon.", _samples("Lovely news, see you all soon then.")) == "quote"
 
 
 def test_a_number_absent_from_the_mails_is_not_a_fact_of_theirs() -> None:
