@@ -27,6 +27,8 @@ from core.message import VoiceNote
 
 MAX_AUDIO_BYTES = 20 * 1024 * 1024
 MAX_AUDIO_SECONDS = 10 * 60
+# ten minutes of speech is about 1,500 words (9,000 characters); far more is not a transcript
+MAX_TRANSCRIPT_CHARS = 30_000
 # Opus voice notes run at about 16 kbit/s: how long a note is when no one said
 # (WhatsApp), so its usage row is still priced; the row is marked estimated.
 ESTIMATED_BYTES_PER_SECOND = 2_000

@@ -22,6 +22,7 @@ import openai
 from openai import AsyncOpenAI
 
 from adapters.openai_model.chat import model_error, server_message
+from core.errors import UnreadableAnswer
 from core.voice import Audio, Transcript
 
 log = logging.getLogger("nod.openai")
@@ -51,7 +52,10 @@ class OpenAITranscriber:
             else:
                 log.warning("transcription_failed model=%s error=%s", model, type(exc).__name__)
             raise model_error(exc) from exc
-        text = result if isinstance(result, str) else str(getattr(result, "text", "") or "")
+        text = getattr(result, "text", None)
+        if isinstance(result, str) or not isinstance(text, str):  # JSON was asked for: a page or a number is not words
+            log.warning("transcription_unreadable model=%s", model)
+            raise UnreadableAnswer("The transcription server did not answer with a transcript.")
         seconds, tokens_in, tokens_out = _usage(result)
         return Transcript(text, model, seconds, tokens_in, tokens_out)
 

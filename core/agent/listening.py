@@ -27,7 +27,7 @@ from core.agent.slots import waiting_elsewhere
 from core.errors import AudioTooLarge, NodError, VoiceError
 from core.message import NewMessage, StoredMessage, VoiceNote
 from core.ports import Messages
-from core.voice import MAX_AUDIO_BYTES, SILENT, TOO_BIG, UNHEARD, Audio, AudioSource, refusal
+from core.voice import MAX_AUDIO_BYTES, MAX_TRANSCRIPT_CHARS, SILENT, TOO_BIG, UNHEARD, Audio, AudioSource, refusal
 
 log = logging.getLogger("nod.agent.voice")
 
@@ -82,6 +82,9 @@ class Listener:
         words = transcript.text.strip()
         if not words:
             raise _Refused(SILENT)
+        if len(words) > MAX_TRANSCRIPT_CHARS:  # a server answering with something else than the note's words
+            log.warning("voice_transcript_refused owner=%s message=%s chars=%s", note.owner_id, note.id, len(words))
+            raise _Refused(UNHEARD)
         log.info("voice_heard owner=%s message=%s chars=%s", note.owner_id, note.id, len(words))
         return await self._messages.transcribed(note.id, NewMessage(
             owner_id=note.owner_id, role=note.role, text=words, channel=note.channel, sent_at=note.sent_at,

@@ -63,6 +63,7 @@ class Heard:
     seconds: float | None = None
     delay_s: float = 0.0
     status: int = 200
+    raw_body: str | None = None  # sent as is, as text/html: a proxy's page instead of the server
 
 
 def text(content: str, **kw: Any) -> Answer:
@@ -187,6 +188,8 @@ class FakeModelServer:
         if answer.status != 200:
             return web.json_response({"error": {"message": "scripted failure", "type": "server_error"}},
                                      status=answer.status)
+        if answer.raw_body is not None:
+            return web.Response(text=answer.raw_body, content_type="text/html")
         body: dict[str, Any] = {"text": answer.text}
         if answer.seconds is not None:
             body["usage"] = {"type": "duration", "seconds": answer.seconds}

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from core.message import Inbound, VoiceNote
 from core.owner import Identity
 from core.storage.schema import messages as messages_table
-from core.voice import CANNOT_LISTEN, MAX_AUDIO_BYTES, TOO_BIG, TOO_LONG, UNHEARD
+from core.voice import CANNOT_LISTEN, MAX_AUDIO_BYTES, MAX_TRANSCRIPT_CHARS, TOO_BIG, TOO_LONG, UNHEARD
 from tests.fakes.model_server import FakeModelServer, Heard, text
 from tests.fakes.telegram_server import FakeTelegramServer, message_update, voice_update
 from tests.fakes.twilio_server import FakeTwilioServer, inbound_form
@@ -168,6 +168,21 @@ async def test_a_failed_transcription_is_one_sentence_and_the_note_stays_an_atta
     await _settle(hearing)
     assert server.requests == [] and [r[2:] for r in await _stored(hearing)] == [(True, False, None, False)]
     assert [r.outcome for r in await hearing.nod.usage_rows("transcribe")] == ["unavailable"]
+
+
+async def test_a_page_or_an_endless_text_instead_of_a_transcript_is_never_taken_for_the_owners_words(
+        hearing: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    telegram.add_file("F1", AUDIO)
+    telegram.add_file("F2", AUDIO)
+    server.enqueue_transcript(TRANSCRIBE, Heard("", raw_body="<!doctype html><h1>Welcome to nginx!</h1>"),
+                              Heard("words " * (MAX_TRANSCRIPT_CHARS // 6 + 1)))
+    await hearing.post_update(voice_update(1, MAYA_TELEGRAM, "F1"))
+    assert [p["text"] for p in await telegram.wait_for("sendMessage")] == [UNHEARD]
+    await hearing.post_update(voice_update(2, MAYA_TELEGRAM, "F2"))
+    assert [p["text"] for p in await telegram.wait_for("sendMessage", 2)][1:] == [UNHEARD]
+    await _settle(hearing)
+    assert server.requests == []  # no turn answered either as if the owner had said it
+    assert all(not row[3] for row in await _stored(hearing))  # nothing stored flagged voice
 
 
 async def test_a_voice_note_whose_transcription_a_crash_cut_off_is_heard_and_answered_after_the_restart(
