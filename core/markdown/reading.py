@@ -28,15 +28,25 @@ PARAGRAPH = "\n\n"
 LINE = "\n"
 
 
+MAX_NESTING = 50  # markdown-it's commonmark preset stops at 20 and drops what is deeper
+
+
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
+    return MarkdownIt("commonmark", {"html": False, "maxNesting": MAX_NESTING}).enable(["strikethrough", "table"])
 
 
 def read(markdown: str, style: Style) -> list[Piece]:
-    """``markdown`` as pieces in ``style``; blank input gives no pieces."""
+    """``markdown`` as pieces in ``style``; blank input gives no pieces.
+
+    Nesting deeper than Python's stack (a thousand ``*`` around a word) is read as plain
+    text: the owner still gets every word, unformatted, instead of no reply at all.
+    """
     parser = _parser()
-    tree = SyntaxTreeNode(parser.parse(markdown))
-    return _merged(_Walk(style, parser.normalizeLinkText, _source_lines(markdown)).blocks(tree.children, PARAGRAPH))
+    try:
+        tree = SyntaxTreeNode(parser.parse(markdown))
+        return _merged(_Walk(style, parser.normalizeLinkText, _source_lines(markdown)).blocks(tree.children, PARAGRAPH))
+    except RecursionError:
+        return [Text(markdown.strip())] if markdown.strip() else []
 
 
 def _source_lines(markdown: str) -> list[str]:

@@ -220,3 +220,11 @@ def test_mixed_markdown_at_any_limit_gives_parts_telegram_accepts(seed: int) -> 
         whatsapp = whatsapp_parts(markdown, limit=limit)
         assert all(0 < len(p) <= limit and p.count("```") % 2 == 0 for p in whatsapp)
         assert _unmarked("".join(whatsapp)) == _unmarked("".join(whatsapp_parts(markdown, limit=10**9)))
+
+
+def test_nesting_deeper_than_the_stack_or_the_parser_loses_no_words() -> None:
+    stars = "*" * 1000 + "x" + "*" * 1000  # a RecursionError in the tree: read as plain text instead
+    assert "x" in "".join(html_parts(stars)) and "x" in "".join(whatsapp_parts(stars))
+    assert "the answer is 42" in "".join(html_parts("> " * 20 + "the answer is 42"))
+    steps = "".join("  " * i + f"- step {i}\n" for i in range(12))
+    assert all(f"step {i}" in "".join(html_parts(steps)) for i in range(12))
