@@ -52,13 +52,29 @@ def _tools(request: ChatRequest) -> list[dict[str, Any]]:
             for t in request.tools]
 
 
-def server_message(exc: openai.APIStatusError) -> str:
-    """The server's own words about an error, short, or nothing when they look like they quote a secret."""
+_QUOTED = re.compile(r"""'[^']*'|"[^"]*"|`[^`]*`""")
+
+
+def _raw_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     message = body.get("message") if isinstance(body, dict) else None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         message = body["error"].get("message")
-    text = " ".join(str(message or exc.message or "").split())[:_SHORT]
+    return " ".join(str(message or exc.message or "").split())
+
+
+def _unquoted(text: str) -> str:
+    """Quoted words kept when they are one name (`reasoning_content`, 'temperature'), anything
+    longer dropped, and nothing from the first bracket on: servers quote the request in their
+    errors (vLLM's 400s repeat the messages), and the request holds the owner's words."""
+    head = re.split(r"[{\[]", text, maxsplit=1)[0]
+    return _QUOTED.sub(lambda m: m.group() if len(m.group()) <= 40 and " " not in m.group() else "…", head)
+
+
+def server_message(exc: openai.APIStatusError) -> str:
+    """The server's own words about an error, short and without what they quote of the request;
+    nothing when they look like they hold a secret."""
+    text = _unquoted(_raw_message(exc))[:_SHORT].strip()
     return "" if find_secret(text) else text
 
 
@@ -139,7 +155,7 @@ class OpenAIChatModel:
         try:
             return await self._client.chat.completions.create(**arguments)
         except openai.BadRequestError as exc:
-            if "temperature" in arguments and "temperature" in server_message(exc).lower():
+            if "temperature" in arguments and "temperature" in _raw_message(exc).lower():
                 log.info("model_rejects_temperature model=%s; asking without it from now on", request.model)
                 self._no_temperature.add(request.model)
                 return await self._client.chat.completions.create(**{k: v for k, v in arguments.items() if k != "temperature"})

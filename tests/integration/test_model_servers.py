@@ -266,3 +266,16 @@ async def test_two_consecutive_turns_share_a_cacheable_prefix(nod: Harness, caps
     unchanged = json.dumps(body["tools"], ensure_ascii=False) + json.dumps(body["messages"][:-1], ensure_ascii=False)[:-1]
     assert first_difference >= len(unchanged)  # tools, instructions, memory and the whole earlier conversation
     assert share >= 0.9
+
+
+async def test_an_error_quoting_the_request_logs_none_of_the_owners_words(
+        nod: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="nod.openai")
+    quoted = ("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
+              "in the messages, [{'role': 'user', 'content': 'my secret plans for the surprise party'}]")
+    nod.server.enqueue(AGENT, Answer(status=400, error_message=quoted),
+                       Answer(status=400, error_message="'This is what the owner said about the party' is too long"))
+    await nod.say("my secret plans for the surprise party")
+    await nod.say("again")
+    assert "maximum context length is 4096 tokens" in caplog.text
+    assert "surprise party" not in caplog.text and "said about the party" not in caplog.text
