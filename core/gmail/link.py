@@ -70,9 +70,10 @@ class GmailLink:
         """Complete a consent: the owner connected; InvalidInput with a sentence when refused."""
         if not state or len(state) > 200:
             raise InvalidInput(REFUSED)
-        pending = await self._connections.take_consent(_hash(state), self._clock.now())  # used up, whatever follows
-        if pending is None or (pending.session_hash is not None and pending.session_hash != session_hash):
-            log.info("gmail_consent_refused known=%s", pending is not None)
+        # used up, whatever follows, but only from the session it is bound to
+        pending = await self._connections.take_consent(_hash(state), self._clock.now(), session_hash)
+        if pending is None:
+            log.info("gmail_consent_refused")
             raise InvalidInput(REFUSED)
         if error is not None or not code:
             why = _GOOGLE_ERRORS.get(error or "", "Google sent no authorisation")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -34,11 +34,16 @@ class GmailStore:
                 state_hash=state_hash, owner_id=pending.owner_id, session_hash=pending.session_hash,
                 sealed_verifier=pending.sealed_verifier, created_at=now, expires_at=expires_at))
 
-    async def take_consent(self, state_hash: str, now: datetime) -> PendingConsent | None:
-        """The consent for an unused, unexpired state, used up by this call; else None."""
+    async def take_consent(self, state_hash: str, now: datetime, session_hash: str | None) -> PendingConsent | None:
+        """The consent for an unused, unexpired state, used up by this call; else None.
+
+        A consent bound to a page session is only taken from that session: a callback opened
+        in another browser (or by a link preview) refuses without using up the owner's state.
+        """
+        session = or_(gmail_consents.c.session_hash.is_(None), gmail_consents.c.session_hash == session_hash)
         taking = (update(gmail_consents)
                   .where(gmail_consents.c.state_hash == state_hash, gmail_consents.c.used_at.is_(None),
-                         gmail_consents.c.expires_at > now)
+                         gmail_consents.c.expires_at > now, session)
                   .values(used_at=now, sealed_verifier=None)
                   .returning(gmail_consents.c.owner_id, gmail_consents.c.session_hash))
         verifier = select(gmail_consents.c.sealed_verifier).where(gmail_consents.c.state_hash == state_hash)

@@ -20,10 +20,11 @@ async def test_a_consent_is_taken_once_within_its_time_and_keeps_its_binding(eng
     await store.add_consent("a" * 64, PendingConsent(owner.id, "session-hash", "sealed-verifier"), NOW,
                             NOW + timedelta(minutes=15))
     await store.add_consent("b" * 64, PendingConsent(owner.id, None, None), NOW, NOW + timedelta(minutes=15))
-    taken = await asyncio.gather(*(store.take_consent("a" * 64, NOW) for _ in range(5)))  # racing callbacks
+    assert await store.take_consent("a" * 64, NOW, "another-session") is None  # refused, and not used up
+    taken = await asyncio.gather(*(store.take_consent("a" * 64, NOW, "session-hash") for _ in range(5)))  # racing
     assert [t for t in taken if t is not None] == [PendingConsent(owner.id, "session-hash", "sealed-verifier")]
-    assert await store.take_consent("b" * 64, NOW + timedelta(minutes=16)) is None  # expired
-    assert await store.take_consent("c" * 64, NOW) is None
+    assert await store.take_consent("b" * 64, NOW + timedelta(minutes=16), None) is None  # expired
+    assert await store.take_consent("c" * 64, NOW, None) is None
 
 
 async def test_a_connection_keeps_the_sealed_token_and_the_last_runs_counts_until_deleted(engine: AsyncEngine) -> None:
