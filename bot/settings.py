@@ -12,6 +12,8 @@ middle of a conversation. ``Settings(...)`` in code reads nothing but its argume
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -22,6 +24,8 @@ from core.errors import ConfigError
 from core.storage.database import DEFAULT_URL
 
 Prices = tuple[tuple[str, float, float], ...]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+MIN_SECRET_KEY_CHARS = 16
 
 
 def _var(name: str, *older: str) -> Any:
@@ -123,6 +127,27 @@ class Settings(BaseSettings):
             raise ValueError(f"{_name(info)} must be a positive number{extra}, not {value!r}.")
         return value
 
+    @field_validator("memory_deadline_s")
+    @classmethod
+    def _finite(cls, value: float, info: ValidationInfo) -> float:
+        if not math.isfinite(value):
+            raise ValueError(f"{_name(info)} must be a finite number of seconds, not {value!r}.")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and value.upper() not in LOG_LEVELS:
+            raise ValueError(f"{_name(info)} must be one of {', '.join(LOG_LEVELS)}, not {value!r}.")
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not re.match(r"https?://[^/\s]+", value):
+            raise ValueError(f"{_name(info)} must be an http(s) URL such as https://nod.example.com, not {value!r}.")
+        return value
+
     @field_validator("model_prices", mode="before")
     @classmethod
     def _prices(cls, value: Any, info: ValidationInfo) -> Any:
@@ -131,7 +156,10 @@ class Settings(BaseSettings):
             return value
         try:
             data = json.loads(value)
-            return tuple((str(model), float(pair[0]), float(pair[1])) for model, pair in data.items())
+            prices = tuple((str(model), float(pair[0]), float(pair[1])) for model, pair in data.items())
+            if not all(math.isfinite(p) and p >= 0 for _, *pair in prices for p in pair):
+                raise ValueError("not a price")
+            return prices
         except (ValueError, TypeError, AttributeError, IndexError, KeyError):
             raise ValueError(f'{_name(info)} must be JSON like {{"my-model": [0.15, 0.60]}} '
                              "(USD per million input, output tokens).") from None
@@ -188,6 +216,9 @@ def check(settings: Settings) -> Settings:
     for enabling, needed in _REQUIRED_WHEN:
         if getattr(settings, enabling) and not getattr(settings, needed):
             raise ConfigError(f"{_names(enabling)[0]} is set, so {_names(needed)[0]} must be set too.")
+    if settings.secret_key is not None and len(settings.secret_key) < MIN_SECRET_KEY_CHARS:
+        raise ConfigError(f"NOD_SECRET_KEY must be at least {MIN_SECRET_KEY_CHARS} characters: it signs the page's "
+                          "sessions and seals the Gmail token (python3 -c 'import secrets; print(secrets.token_urlsafe(32))').")
     uses_openai = settings.agent_model or settings.memory_model
     if uses_openai and not settings.openai_base_url and not settings.openai_api_key:
         raise ConfigError("A model is configured for OpenAI's own API, so OPENAI_API_KEY must be set.")
@@ -204,4 +235,6 @@ def load_settings(env_file: Path | None = Path(".env")) -> Settings:
         loaded = FromEnvironment(_env_file=env_file if env_file is not None and env_file.is_file() else None)
     except ValidationError as exc:
         raise ConfigError(_sentence(exc)) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{env_file} is not UTF-8 text; save it as UTF-8 or remove it.") from None
     return check(loaded)

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 from tests.e2e.conftest import Nod, one_sentence
 
 GOOGLE = {"GOOGLE_CLIENT_ID": "nod-test.apps.googleusercontent.com", "GOOGLE_CLIENT_SECRET": "s3cret",
-          "NOD_SECRET_KEY": "k", "NOD_PUBLIC_URL": "https://nod.example.com"}
+          "NOD_SECRET_KEY": "k" * 32, "NOD_PUBLIC_URL": "https://nod.example.com"}
 
 
 def test_without_a_google_client_each_command_is_one_sentence_naming_the_settings(here: Path, cli: Nod) -> None:

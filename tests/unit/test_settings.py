@@ -51,7 +51,7 @@ def test_env_file_is_read_and_the_environment_wins(tmp_path: Path, environ) -> N
         ({"NOD_PORT": "eighty"}, "NOD_PORT"),
         ({"GOOGLE_CLIENT_ID": "id"}, "GOOGLE_CLIENT_SECRET"),
         ({"GOOGLE_CLIENT_ID": "id", "GOOGLE_CLIENT_SECRET": "s", "NOD_PUBLIC_URL": "https://x"}, "NOD_SECRET_KEY"),
-        ({"GOOGLE_CLIENT_ID": "id", "GOOGLE_CLIENT_SECRET": "s", "NOD_SECRET_KEY": "k"}, "NOD_PUBLIC_URL"),
+        ({"GOOGLE_CLIENT_ID": "id", "GOOGLE_CLIENT_SECRET": "s", "NOD_SECRET_KEY": "k" * 32}, "NOD_PUBLIC_URL"),
     ],
 )
 def test_missing_or_bad_settings_name_the_variable(given: dict[str, str], named: str, environ) -> None:  # type: ignore[no-untyped-def]
@@ -107,6 +107,11 @@ def test_model_settings_are_parsed_and_checked(environ) -> None:  # type: ignore
         ("NOD_WORK_SLOTS", "0"),
         ("NOD_AGENT_CONTEXT_TOKENS", "lots"),
         ("NOD_OPEN_SIGNUP", "perhaps"),
+        ("NOD_MODEL_PRICES", '{"a": [NaN, -5]}'),
+        ("NOD_LOG_LEVEL", "loud"),
+        ("NOD_PUBLIC_URL", "notaurl"),
+        ("NOD_SECRET_KEY", "x"),
+        ("NOD_MEMORY_DEADLINE_SECONDS", "inf"),
     ],
 )
 def test_bad_model_settings_fail_with_a_sentence_naming_the_variable(name: str, raw: str, environ) -> None:  # type: ignore[no-untyped-def]
@@ -123,3 +128,10 @@ def test_the_older_name_of_work_slots_is_still_read_and_the_new_one_wins(environ
 def test_settings_made_in_code_read_nothing_from_the_environment(environ, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("NOD_PORT", "9999")
     assert Settings().port == 8080 and Settings(port=81).port == 81
+
+
+def test_an_env_file_that_is_not_utf8_is_named_in_one_sentence(tmp_path: Path, environ) -> None:  # type: ignore[no-untyped-def]
+    env_file = tmp_path / ".env"
+    env_file.write_bytes(b"NOD_PORT=80\nNOD_HOST=caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"\.env is not UTF-8 text"):
+        environ({}, env_file)
