@@ -77,6 +77,8 @@ class Settings(BaseSettings):
     # unset: INFO for `nod run`, WARNING for one-shot commands
     log_level: str | None = Field(None, validation_alias=_var("NOD_LOG_LEVEL"))
     log_text: bool = Field(False, validation_alias=_var("NOD_LOG_TEXT"))
+    # PostgreSQL: where this host keeps the derived search index (SQLite keeps it beside nod.db)
+    search_index_dir: str | None = Field(None, validation_alias=_var("NOD_SEARCH_INDEX_DIR"))
     reads_environment: ClassVar[bool] = False
 
     @classmethod

@@ -86,7 +86,8 @@ def start_summary(settings: Settings, search_index: Path | None) -> str:
         _line("maintenance", "on, hourly at minute 7 UTC" + ("" if settings.memory_model
                                                             else " (repairs only: reflection needs NOD_MEMORY_MODEL)")),
         _line("database", _database(settings)),
-        _line("search index", str(search_index.resolve()) if search_index else "the database's own (PostgreSQL full text)"),
+        _line("search index", str(search_index.resolve()) if search_index
+              else "PostgreSQL's own full text (set NOD_SEARCH_INDEX_DIR for the derived index)"),
     ]
     if not settings.telegram_bot_token and whatsapp.startswith("off"):
         lines.append("No channel is on: talk to Nod here with `nod chat --owner NAME`, or set TELEGRAM_BOT_TOKEN "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -205,7 +206,8 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         messages = MessageStore(engine, clock)
         memory = MemoryStore(ObjectStore(engine), clock)
         owners = OwnerStore(engine)
-        index = DerivedIndex.beside(settings.database_url, engine)
+        index = DerivedIndex.beside(settings.database_url, engine,
+                                    Path(settings.search_index_dir) if settings.search_index_dir else None)
         fulltext = FullText(engine)
         history = history_search(engine, messages, index)
         reads = ReadTools(memory, messages, history)

@@ -1,12 +1,14 @@
-"""A tantivy index derived from the messages table, for fast history_search on SQLite.
+"""A tantivy index derived from the messages table, for fast history_search on both backends.
 
 FTS5 has to score every match before it can return the best ten, so a common word in a
 million-message thread costs ~100 ms; tantivy's block-max WAND returns the top hits and
 an exact count in well under a millisecond. The database stays the only truth: the
-index lives in a directory next to the SQLite file, holds nothing that cannot be
-rebuilt, and is caught up before a search by indexing every message with an id above
-its watermark (ids only grow, and a message's context — the previous message of its
-thread — is fixed when it is written, so catching up later gives the same document).
+index lives in a directory next to the SQLite file (on PostgreSQL in
+``NOD_SEARCH_INDEX_DIR``, one per host), holds nothing that cannot be rebuilt, and is
+caught up before a search by indexing every message with an id above its watermark, up
+to the settled horizon (``core.storage.fence``: on PostgreSQL ids can commit out of
+order). A message's context — the previous message of its thread — is fixed when it is
+written, so catching up later gives the same document.
 
 What a document holds, and how a search becomes a query, is core.history.documents:
 re-ranking reads its candidates from the index's own fields, so only the page shown is
@@ -22,8 +24,9 @@ put another owner's words in a result.
 
 One process writes: tantivy's writer lock is per directory. A second process on the
 same file (``nod tool`` while ``nod run`` serves) searches the index when it is already
-caught up for the snapshot and otherwise falls back to FTS5, which is exact, only slower.
-PostgreSQL deployments do not use it (several workers, one shared ``tsvector`` index).
+caught up for the snapshot and otherwise falls back to the database's own index (FTS5,
+or ``tsvector`` on PostgreSQL), which is exact, only slower. Several PostgreSQL workers
+on one host share the directory the same way: one writes, the others read.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from core.history.documents import (
 )
 from core.history.ranking import shape_of
 from core.history.scope import Hit, Scope
+from core.storage import fence
 from core.storage.database import sqlite_file
 from core.storage.fulltext import FREQUENCY_CAP
 from core.text import stem
@@ -70,7 +74,7 @@ _GAP = text(
     """SELECT m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
         WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
         ORDER BY p.id DESC LIMIT 1), '') AS context
-    FROM messages m WHERE m.id > :after AND m.role != 'tool' ORDER BY m.id LIMIT :batch"""
+    FROM messages m WHERE m.id > :after AND m.id <= :upto AND m.role != 'tool' ORDER BY m.id LIMIT :batch"""
 )
 _INSTANCE = text("SELECT value FROM nod_meta WHERE key = 'instance'")
 _ROW = text("SELECT id, owner_id, thread_id, role, text, sent_at FROM messages WHERE id = :id")
@@ -125,12 +129,15 @@ class DerivedIndex:
         return self._index
 
     @classmethod
-    def beside(cls, database_url: str, engine: AsyncEngine) -> DerivedIndex | None:
-        """The index next to a SQLite file (``nod.db`` → ``nod.db.search/``), or None."""
+    def beside(cls, database_url: str, engine: AsyncEngine, directory: Path | None = None) -> DerivedIndex | None:
+        """The index next to a SQLite file (``nod.db`` → ``nod.db.search/``), or in ``directory``
+        for PostgreSQL (``NOD_SEARCH_INDEX_DIR``, one per host); None without either."""
         path = sqlite_file(database_url)
-        if path is None:
-            return None
-        return cls(path.with_name(path.name + ".search"), engine)
+        if path is not None:
+            return cls(path.with_name(path.name + ".search"), engine)
+        if directory is not None and engine.dialect.name == "postgresql":
+            return cls(directory, engine)
+        return None
 
     def _marked(self) -> dict[str, Any]:
         try:
@@ -302,10 +309,15 @@ class DerivedIndex:
             await asyncio.wait({self._background})
 
     async def _catch_up(self) -> None:
+        """Index every message up to the settled horizon (``core.storage.fence``): on PostgreSQL
+        an id still being inserted could otherwise be passed by and never indexed."""
+        horizon = await fence.settled(self._engine)
+        if horizon is None:  # inserts in flight: the database answers this time, the next search catches up
+            return
         added = 0
         async with self._engine.connect() as conn:
             while True:
-                rows = (await conn.execute(_GAP, {"after": self._watermark, "batch": BATCH})).all()
+                rows = (await conn.execute(_GAP, {"after": self._watermark, "upto": horizon, "batch": BATCH})).all()
                 if not rows:
                     break
                 await asyncio.to_thread(_guarded, partial(self._add, rows))

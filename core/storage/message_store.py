@@ -30,6 +30,7 @@ from core.clock import Clock
 from core.errors import InvalidInput
 from core.message import Appended, NewMessage, Role, StoredMessage, VoiceNote
 from core.secrets import contains_secret
+from core.storage import fence
 from core.storage.database import writing
 from core.storage.schema import messages, owners, threads
 from core.text import storable
@@ -177,6 +178,7 @@ class MessageStore:
 
     async def _append(self, message: NewMessage, statement: Any, values: dict[str, Any]) -> Appended:
         async with writing(self._engine, single_statement=True) as conn:
+            await fence.enter(conn)
             row = (await conn.execute(statement, values)).first()
             if row is None:
                 existing = await conn.execute(
@@ -209,6 +211,7 @@ class MessageStore:
         values = _row_values(reply, await self.active_thread(owner_id))
         claim = self._claiming(request_id)
         async with writing(self._engine) as conn:
+            await fence.enter(conn)
             if (await conn.execute(claim)).rowcount != 1:
                 log.info("reply_not_stored owner=%s answers=%s reason=settled", owner_id, request_id)
                 return None
@@ -270,6 +273,7 @@ class MessageStore:
         values = _row_values(transcript, await self.active_thread(transcript.owner_id))
         retire = update(messages).where(messages.c.id == note_id).values(voice_note=None, awaiting=False)
         async with writing(self._engine) as conn:
+            await fence.enter(conn)
             row = (await conn.execute(self._insert(conn).values(**values).returning(*messages.c))).first()
             if row is None:
                 row = (await conn.execute(select(messages).where(
@@ -308,6 +312,7 @@ class MessageStore:
         thread_id = await self.active_thread(owner_id)
         rows = [_row_values(m, thread_id) for m in batch]
         async with writing(self._engine) as conn:
+            await fence.enter(conn)
             result = await conn.execute(self._insert(conn).returning(messages.c.id), rows)
             added = len(result.all())
         log.info("messages_imported owner=%s new=%s lines=%s", owner_id, added, len(batch))

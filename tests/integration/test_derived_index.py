@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.wiring import history_search
@@ -14,10 +15,12 @@ from core.history.derived import DerivedIndex, sqlite_file
 from core.history.scope import Scope
 from core.message import NewMessage, Role
 from core.owner import Owner
+from core.storage import fence
 from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
+from core.storage.schema import messages
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
@@ -84,3 +87,39 @@ def test_only_a_sqlite_file_gets_a_derived_index() -> None:
     assert sqlite_file("sqlite+aiosqlite:////var/lib/nod/nod.db?mode=rwc") == Path("/var/lib/nod/nod.db")
     assert sqlite_file("sqlite+aiosqlite:///:memory:") is None
     assert sqlite_file("postgresql+asyncpg://u@h/db") is None
+
+
+async def test_on_postgresql_a_message_committed_after_a_newer_one_is_never_passed_by(
+        postgres_url: str, tmp_path: Path) -> None:
+    """Ids commit out of order on PostgreSQL: the index waits for the settled horizon (core.storage.fence)."""
+    engine = create_engine(postgres_url)
+    try:
+        await migrate(engine)
+        owner = await OwnerStore(engine).add("ana", "UTC", (), T0)
+        store = MessageStore(engine, SystemClock())
+        index = DerivedIndex.beside(postgres_url, engine, tmp_path / "search")
+        assert index is not None
+        search = history_search(engine, store, index)
+        first = await _say(store, owner, 1, "The ferry to the islands")
+        assert await index.ready_for(first) and index.watermark == first
+        thread = await store.active_thread(owner.id)
+        async with engine.connect() as slow:  # an insert that takes its id now and commits later
+            transaction = await slow.begin()
+            await fence.enter(slow)
+            late = (await slow.execute(insert(messages).values(
+                owner_id=owner.id, thread_id=thread, role="owner", text="The late ferry back", channel="t",
+                sent_at=T0 + timedelta(minutes=2), card_title=False, attachment=False, forwarded=False, secret=False,
+                awaiting=False, voice=False).returning(messages.c.id))).scalar_one()
+            newer = await _say(store, owner, 3, "Another ferry on Sunday")  # commits first, with a larger id
+            assert newer > late
+            assert not await index.ready_for(newer) and index.watermark == first  # not past the id in flight
+            answer = await search.search(owner, {"query": "ferry"})  # the database answers meanwhile
+            assert sorted(r["id"] for r in answer["results"]) == [first, newer]
+            await transaction.commit()
+        assert await index.ready_for(newer) and index.watermark == newer
+        answer = await search.search(owner, {"query": "ferry"})
+        assert sorted(r["id"] for r in answer["results"]) == [first, late, newer]
+        assert index.count(("ferri",), Scope(thread_id=thread, snapshot=newer)) == 3  # the late one is in the index
+        await index.close()
+    finally:
+        await engine.dispose()

@@ -23,15 +23,15 @@ T0 = datetime(2024, 5, 8, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(params=["database", "derived"], autouse=True)
-def matcher(request: pytest.FixtureRequest, engine: AsyncEngine) -> str:
-    """Every test runs on the database's own index and, on SQLite, on the derived tantivy index."""
-    if request.param == "derived" and engine.dialect.name != "sqlite":
-        pytest.skip("the derived index serves SQLite only")
+def matcher(request: pytest.FixtureRequest, engine: AsyncEngine, tmp_path: Path) -> str:
+    """Every test runs on the database's own index and on the derived tantivy index (beside the
+    SQLite file, or in a directory of its own for PostgreSQL)."""
     MATCHER["kind"] = request.param
+    MATCHER["dir"] = str(tmp_path / "search-index")
     return str(request.param)
 
 
-MATCHER = {"kind": "database"}
+MATCHER = {"kind": "database", "dir": ""}
 
 
 class Chat:
@@ -42,7 +42,8 @@ class Chat:
         self.store = MessageStore(engine, SystemClock())
         index = None
         if MATCHER["kind"] == "derived":
-            index = DerivedIndex(Path(str(engine.url.database) + ".search"), engine)
+            beside_sqlite = Path(str(engine.url.database) + ".search")
+            index = DerivedIndex(beside_sqlite if engine.dialect.name == "sqlite" else Path(MATCHER["dir"]), engine)
         self.search_service = history_search(engine, self.store, index)
         self.count = 0
 

@@ -50,7 +50,7 @@ def test_with_everything_configured_each_part_is_on_and_no_secret_is_shown() -> 
         "  voice notes   on, whisper-1 at 127.0.0.1:11434",
         "  maintenance   on, hourly at minute 7 UTC",
         "  database      postgresql+asyncpg://nod:***@db.internal:5432/nod",
-        "  search index  the database's own (PostgreSQL full text)",
+        "  search index  PostgreSQL's own full text (set NOD_SEARCH_INDEX_DIR for the derived index)",
     ]
     for secret in ("hunter2", "sk-live-123", "123:ABC", "tok", "s" * 32, "gsecret"):
         assert secret not in summary
