@@ -136,14 +136,18 @@ async def load(url: str, texts: list[str]) -> tuple[Owner, HistorySearch, float,
     return owner, history_search(engine, store), rate, engine
 
 
-async def with_derived_index(url: str, engine: Any, rates: list[str]) -> HistorySearch:
-    """The SQLite production path: the derived tantivy index, built (caught up) once here."""
-    index = DerivedIndex.beside(url, engine)
+async def with_derived_index(url: str, engine: Any, rates: list[str], directory: Path | None = None) -> HistorySearch:
+    """The production path: the derived tantivy index (beside SQLite, or in ``directory`` for
+    PostgreSQL), built (caught up) once here."""
+    index = DerivedIndex.beside(url, engine, directory)
     assert index is not None
     began = time.perf_counter()
     await index.warm()  # everything stored so far, waited for: a search would build it in the background
     assert await index.ready_for(index.watermark), "the derived index did not build"
-    rates.append(f"Nod derived index first build: {index.watermark / (time.perf_counter() - began):,.0f} messages/s")
+    took = time.perf_counter() - began
+    size = sum(f.stat().st_size for f in index.directory.rglob("*") if f.is_file())
+    rates.append(f"Nod derived index first build ({engine.dialect.name}): {index.watermark / took:,.0f} messages/s, "
+                 f"{took:.1f} s, {size / 2**20:,.0f} MiB on disk")
     return history_search(engine, MessageStore(engine, SystemClock()), index)
 
 
@@ -301,7 +305,11 @@ async def _postgres(url: str, texts: list[str], batch: list[Query], rates: list[
         owner, search, rate, engine = await load(db_url, texts)
         rates.append(f"Nod PostgreSQL import: {rate:,.0f} messages/s")
         try:
-            return await nod_rows("PostgreSQL", search, owner, batch)
+            rows = await nod_rows("PostgreSQL tsvector", search, owner, batch)
+            with tempfile.TemporaryDirectory() as where:
+                derived = await with_derived_index(db_url, engine, rates, Path(where) / "search")
+                rows += await nod_rows("PostgreSQL derived index", derived, owner, batch)
+            return rows
         finally:
             await engine.dispose()
     finally:
