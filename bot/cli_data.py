@@ -92,6 +92,12 @@ def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> NewMes
     return NewMessage(owner_id, role, text, IMPORT_CHANNEL, sent_at, str(external))
 
 
+def _bar(done: float, width: int = 30) -> str:
+    """``[#########·····]  31%``: how much of the file is read, for a terminal."""
+    filled = min(width, int(done * width))
+    return f"[{'#' * filled}{'·' * (width - filled)}] {min(100, int(done * 100)):>3}%"
+
+
 async def history_import(svc: Services, owner_name: str, path: Path, progress: TextIO) -> str:
     owner = await svc.owners.by_name(owner_name)
     try:
@@ -99,10 +105,12 @@ async def history_import(svc: Services, owner_name: str, path: Path, progress: T
     except OSError as exc:
         raise InvalidInput(f"Cannot read {path}: {exc.strerror}.") from exc
     show = progress.isatty()
-    added = seen = 0
+    total = max(path.stat().st_size, 1) if show else 1
+    added = seen = read = 0
     batch: list[NewMessage] = []
     with handle:
         for number, line in enumerate(handle, start=1):
+            read += len(line.encode("utf-8", "surrogatepass")) if show else 0
             if not line.strip():
                 continue
             batch.append(_parse_line(number, line, owner.time_zone, owner.id))
@@ -111,12 +119,12 @@ async def history_import(svc: Services, owner_name: str, path: Path, progress: T
                 seen += len(batch)
                 batch = []
                 if show:
-                    progress.write(f"\rimported {seen:,} lines")
+                    progress.write(f"\r{_bar(read / total)} {seen:,} lines")
                     progress.flush()
         added += await svc.messages.append_many(owner.id, batch)
         seen += len(batch)
     if show:
-        progress.write("\n")
+        progress.write(f"\r{_bar(1.0)} {seen:,} lines\n")
     return f"Imported {added:,} new messages of {seen:,} lines for {owner.name}."
 
 

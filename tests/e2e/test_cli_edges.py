@@ -118,3 +118,30 @@ def test_nod_skills_list_show_forget_and_memory_show_lists_them(here: Path, cli:
     assert cli("skills", "forget", "order-flowers", "--owner", "ana").returncode == 0
     missing = cli("skills", "show", "order-flowers", "--owner", "ana")
     assert missing.returncode == 1 and "no learned skill" in one_sentence(missing)
+
+
+def test_an_import_on_a_terminal_shows_a_progress_bar_to_the_whole_file(here: Path, cli: Nod) -> None:
+    import asyncio
+    import io
+
+    from bot.cli_data import history_import
+    from bot.settings import load_settings
+    from bot.wiring import services
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert cli("owners", "add", "ana").returncode == 0
+    lines = [json.dumps({"role": "owner", "text": f"line {n}", "sent_at": "2026-01-01T10:00:00+00:00"})
+             for n in range(2_500)]
+    (here / "h.jsonl").write_text("\n".join(lines) + "\n")
+    shown = Terminal()
+
+    async def run() -> str:
+        async with services(load_settings()) as svc:
+            return await history_import(svc, "ana", here / "h.jsonl", shown)
+
+    assert asyncio.run(run()) == "Imported 2,500 new messages of 2,500 lines for ana."
+    updates = shown.getvalue().split("\r")[1:]
+    assert [u.split("]")[1].strip() for u in updates] == ["39% 1,000 lines", "79% 2,000 lines", "100% 2,500 lines"]
