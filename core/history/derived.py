@@ -1,32 +1,21 @@
 """A tantivy index derived from the messages table, for fast history_search on both backends.
 
-FTS5 has to score every match before it can return the best ten, so a common word in a
-million-message thread costs ~100 ms; tantivy's block-max WAND returns the top hits and
-an exact count in well under a millisecond. The database stays the only truth: the
-index lives in a directory next to the SQLite file (on PostgreSQL in
-``NOD_SEARCH_INDEX_DIR``, one per host), holds nothing that cannot be rebuilt, and is
-caught up before a search by indexing every message with an id above its watermark, up
-to the settled horizon (``core.storage.fence``: on PostgreSQL ids can commit out of
-order). A message's context — the previous message of its thread — is fixed when it is
-written, so catching up later gives the same document.
+FTS5 and ``tsvector`` score every match before they can return the best ten (~100 ms for
+a common word in a million messages); tantivy's block-max WAND returns the top hits and an
+exact count in well under a millisecond. The database stays the only truth: the index
+lives beside the SQLite file (on PostgreSQL in ``NOD_SEARCH_INDEX_DIR``, one per host),
+holds nothing that cannot be rebuilt, and is caught up before a search by id, up to the
+settled horizon (``core.storage.fence``: PostgreSQL ids can commit out of order). A
+message's context — the previous message of its thread — is fixed when it is written, so
+catching up later gives the same document (core.history.documents says what one holds).
 
-What a document holds, and how a search becomes a query, is core.history.documents:
-re-ranking reads its candidates from the index's own fields, so only the page shown is
-read from the database.
-
-The index is checked before every search, never trusted: its marker file names the
-database it was built from (the ``instance`` id in ``nod_meta``, made when the database
-was), and each document carries a digest of its row, so the last indexed message must
-still be in the database, unchanged. Another database, a restored backup or a truncated
-file fails that check and the index is rebuilt; and whatever the index returns, rows are
-read back from the database within the searched thread, so even a corrupt index cannot
-put another owner's words in a result.
-
-One process writes: tantivy's writer lock is per directory. A second process on the
-same file (``nod tool`` while ``nod run`` serves) searches the index when it is already
-caught up for the snapshot and otherwise falls back to the database's own index (FTS5,
-or ``tsvector`` on PostgreSQL), which is exact, only slower. Several PostgreSQL workers
-on one host share the directory the same way: one writes, the others read.
+It is checked before every search, never trusted: its marker names the database it was
+built from (``nod_meta``'s instance) and each document carries a digest of its row, so
+another database, a restored backup or a truncated file is told apart and the index
+rebuilt; rows shown are read back from the database within the searched thread, so even
+a corrupt index cannot put another owner's words in a result. One process writes
+(tantivy's writer lock is per directory); another on the same directory reads when the
+index is caught up for its snapshot and otherwise lets the database's own index answer.
 """
 
 from __future__ import annotations
