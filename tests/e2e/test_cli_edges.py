@@ -145,3 +145,23 @@ def test_an_import_on_a_terminal_shows_a_progress_bar_to_the_whole_file(here: Pa
     assert asyncio.run(run()) == "Imported 2,500 new messages of 2,500 lines for ana."
     updates = shown.getvalue().split("\r")[1:]
     assert [u.split("]")[1].strip() for u in updates] == ["39% 1,000 lines", "79% 2,000 lines", "100% 2,500 lines"]
+
+
+def test_a_bad_line_stops_an_import_after_the_batches_before_it_are_stored(here: Path, cli: Nod) -> None:
+    import asyncio
+
+    from bot.settings import load_settings
+    from bot.wiring import services
+
+    assert cli("owners", "add", "ana").returncode == 0
+    good = [json.dumps({"role": "owner", "text": f"line {n}", "sent_at": "2026-01-01T10:00:00+00:00"})
+            for n in range(2_500)]
+    (here / "h.jsonl").write_text("\n".join([*good, '{"role": "owner"}']) + "\n")
+    bad = cli("history", "import", "--owner", "ana", str(here / "h.jsonl"))
+    assert bad.returncode == 1 and "Line 2501" in one_sentence(bad)
+
+    async def stored() -> int:
+        async with services(load_settings()) as svc:
+            return await svc.messages.count((await svc.owners.by_name("ana")).id)
+
+    assert asyncio.run(stored()) == 2_000  # two whole batches of 1,000; the rest of the file is not taken
