@@ -65,8 +65,10 @@ _GAP = text(
         ORDER BY p.id DESC LIMIT 1), '') AS context
     FROM messages m WHERE m.id > :after AND m.id <= :upto AND m.role != 'tool' ORDER BY m.id LIMIT :batch"""
 )
-_INSTANCE = text("SELECT value FROM nod_meta WHERE key = 'instance'")
-_ROW = text("SELECT id, owner_id, thread_id, role, text, sent_at FROM messages WHERE id = :id")
+# the database's identity and the row the index holds last, in one round trip (no row: NULLs)
+_INSTANCE_AND_ROW = text("""SELECT (SELECT value FROM nod_meta WHERE key = 'instance') AS instance,
+    m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at
+    FROM (SELECT 1 AS one) AS here LEFT JOIN messages m ON m.id = :id""")
 _AT_OR_AFTER = text("""SELECT id, owner_id, thread_id, role, text, sent_at FROM messages
     WHERE id >= :id AND id <= :upto AND role != 'tool' ORDER BY id LIMIT 1""")
 SAMPLE_SIZE = 16
@@ -212,9 +214,10 @@ class DerivedIndex:
     async def _verified(self) -> bool:
         """True when the index belongs to the database as it is now; rebuilds it when not."""
         async with self._engine.connect() as conn:
-            instance = (await conn.execute(_INSTANCE)).scalar()
-            row = (await conn.execute(_ROW, {"id": self._watermark})).first() if self._watermark else None
+            found = (await conn.execute(_INSTANCE_AND_ROW, {"id": self._watermark})).one()
             sample = await self._sample(conn) if self._sample_due() else None
+        instance = found.instance
+        row = found if self._watermark and found.id is not None else None
         if self._database == instance and self._holds(row) and (sample is None or self._holds_all(sample)):
             return True
         if self._acquire_writer() is None:  # another process writes it: re-read what it did, answer from the database
