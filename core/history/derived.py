@@ -92,6 +92,8 @@ class DerivedIndex:
         self._engine = engine
         self._schema = schema_of_documents()
         self._marker = directory / "nod-format.json"
+        self._staged = directory / "nod-format.json.new"
+        self._refusal: str | None = None  # set when the directory is not Nod's: it is never touched
         self._index: Any | None = None  # opened on first use: `nod owners list` makes no index directory
         self._database: str | None = None
         self._writer: Any | None = None
@@ -138,18 +140,29 @@ class DerivedIndex:
         return found if isinstance(found, dict) else {}
 
     def _open(self) -> Any:
+        """Open (or make) the index; an older format's is removed first, a directory that is
+        not Nod's never is: NOD_SEARCH_INDEX_DIR pointed at the wrong place must lose nothing."""
+        if self._refusal is not None:
+            raise IndexFailure(self._refusal)
         if self._directory.exists() and self._marked().get("format") != FORMAT:
+            if not self._marker.exists() and any(p.name != self._staged.name for p in self._directory.iterdir()):
+                log.error("search_index_refused reason=not_a_nod_index dir=%s", self._directory)
+                self._refusal = (f"{self._directory} holds files that are not Nod's search index; "
+                                 "point NOD_SEARCH_INDEX_DIR at an empty or new directory.")
+                raise IndexFailure(self._refusal)
             log.info("search_index_rebuild reason=format dir=%s", self._directory)
             shutil.rmtree(self._directory)
         self._directory.mkdir(parents=True, exist_ok=True)
+        if not self._marker.exists():  # the marker first: a directory with tantivy's files is always marked
+            self._mark(None)
         index = tantivy.Index(self._schema, path=str(self._directory), reuse=True)
         index.register_tokenizer(ANALYZER, analyzer())
-        if not self._marker.exists():
-            self._mark(None)
         return index
 
     def _mark(self, database: str | None) -> None:
-        self._marker.write_text(json.dumps({"format": FORMAT, "database": database}))
+        """Written whole or not at all (a crash mid-write must not leave a marker that reads as none)."""
+        self._staged.write_text(json.dumps({"format": FORMAT, "database": database}))
+        self._staged.replace(self._marker)
 
     def _bound_to(self) -> str | None:
         """The identity of the database this index was built from (``nod_meta``'s instance)."""
@@ -190,6 +203,8 @@ class DerivedIndex:
         """
         try:
             self._opened()
+        except IndexFailure:  # a directory that is not Nod's (logged once opened): the database answers
+            return False
         except (OSError, ValueError) as exc:  # an unusable directory: the database's own index answers
             log.warning("search_index_unavailable error=%s", type(exc).__name__)
             return False
@@ -290,8 +305,11 @@ class DerivedIndex:
     async def warm(self) -> None:
         """Index everything stored so far (``nod run`` does this at start, in the background)."""
         try:
+            self._opened()
             if await self._verified():
                 await self._catch_up_locked()
+        except IndexFailure:  # already told in the log, in a sentence: no traceback
+            return
         except Exception:  # noqa: BLE001 - a background warm-up only logs; searches catch up themselves
             log.exception("search_index_warm_failed")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -79,6 +80,37 @@ async def test_an_index_of_another_format_is_rebuilt_from_the_database(tmp_path:
     assert (folder / "stale-file").exists()  # opened on first use, not when made
     assert index.watermark == 0 and not (folder / "stale-file").exists()
     assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    await engine.dispose()
+
+
+async def test_a_directory_that_is_not_a_nod_index_is_never_emptied(tmp_path: Path, caplog: Any) -> None:
+    engine, owner, store, _ = await _setup(tmp_path)
+    folder = tmp_path / "papers"  # NOD_SEARCH_INDEX_DIR set to the wrong place
+    (folder / "drafts").mkdir(parents=True)
+    (folder / "thesis.tex").write_text("three years of work")
+    (folder / "drafts" / "intro.tex").write_text("and more")
+    message = await _say(store, owner, 1, "Remember the blue door")
+    index = DerivedIndex(folder, engine)
+    search = history_search(engine, store, index)
+    for _ in range(2):  # the database answers, every time, and the refusal is logged once
+        assert [r["id"] for r in (await search.search(owner, {"query": "door"}))["results"]] == [message]
+    await index.warm()
+    assert (folder / "thesis.tex").read_text() == "three years of work"
+    assert sorted(p.name for p in folder.rglob("*")) == ["drafts", "intro.tex", "thesis.tex"]
+    refusals = [r for r in caplog.records if "search_index_refused" in r.getMessage()]
+    assert len(refusals) == 1 and str(folder) in refusals[0].getMessage()
+    await engine.dispose()
+
+
+async def test_a_marker_left_half_written_by_a_crash_still_reads_as_nod_s(tmp_path: Path) -> None:
+    engine, owner, store, _ = await _setup(tmp_path)
+    folder = tmp_path / "index"
+    folder.mkdir()
+    (folder / "nod-format.json.new").write_text('{"form')  # died before the rename
+    message = await _say(store, owner, 1, "Remember the blue door")
+    index = DerivedIndex(folder, engine)
+    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    assert index.watermark == message and json.loads((folder / "nod-format.json").read_text())["format"]
     await engine.dispose()
 
 
