@@ -88,15 +88,24 @@ class Messages(Protocol):
 
 
 class Conversation(Protocol):
-    """What a search reads besides its matches: snapshots, periods, neighbours, related messages."""
+    """What a search reads besides its matches: the current thread, periods, neighbours, related messages."""
 
-    async def snapshot(self, thread_id: int) -> int: ...
+    async def current(self, owner_id: int) -> tuple[int, int] | None:
+        """The owner's active thread and its last message id, in one read; None before the first."""
+        ...
 
     async def count_period(self, scope: Scope) -> int: ...
 
     async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]: ...
 
     async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]: ...
+
+    async def shown(
+        self, thread_id: int, ids: Sequence[int]
+    ) -> tuple[dict[int, StoredMessage], dict[int, tuple[int | None, int | None]]]:
+        """The messages ``ids`` (any owner's: the caller checks) and each one's neighbours
+        (before, after) in the thread, in one read: what a page of results shows."""
+        ...
 
     async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]: ...
 

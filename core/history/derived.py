@@ -381,41 +381,52 @@ class DerivedIndex:
         return _guarded(lambda: self.newest_ids(terms, scope, limit, offset))
 
     def _top_hits(self, searcher: Any, terms: Sequence[str], scope: Scope, wanted: int,
-                  field: str | None) -> list[tuple[float, int, Any]]:
+                  field: str | None, counted: bool = False) -> tuple[list[tuple[float, int, Any]], int | None]:
         """At least ``wanted`` hits as (key, id, address), read on until the key at the boundary
-        changes; ordered by ``field`` (a time listing: own words only), else by score."""
+        changes; ordered by ``field`` (a time listing: own words only), else by score. With
+        ``counted``, also how many match in all, from the same pass."""
         query = self._query(terms, scope, own_words=field is not None)
         fetch = wanted + 16
+        total: int | None = None
         while True:
             if field:
-                found = searcher.search(query, fetch, count=False, order_by_field=field)
+                found = searcher.search(query, fetch, count=counted, order_by_field=field)
             else:
-                found = searcher.search(query, fetch, count=False)
+                found = searcher.search(query, fetch, count=counted)
+            if counted:
+                total, counted = int(found.count), False
             ids = searcher.fast_field_values("id", [address for _, address in found.hits])
             hits = [(float(key), int(i), address) for (key, address), i in zip(found.hits, ids, strict=True)]
             if len(hits) < fetch or wanted == 0 or hits[-1][0] != hits[wanted - 1][0]:
-                return hits
+                return hits, total
             fetch *= 4
 
     def newest_ids(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
-        found = self._top_hits(self._opened().searcher(), terms, scope, offset + limit, "sent")
+        found, _ = self._top_hits(self._opened().searcher(), terms, scope, offset + limit, "sent")
         hits = sorted(found, key=lambda h: (-h[0], -h[1]))
         return [i for _, i, _ in hits[offset:offset + limit]]
 
-    def ranked_hits(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[Hit]:
-        """The best matches with what re-ranking reads, all from the index's own fields.
+    def ranked_hits(self, terms: Sequence[str], scope: Scope, limit: int, offset: int,
+                    counted: bool = False) -> tuple[list[Hit], int | None]:
+        """The best matches with what re-ranking reads, all from the index's own fields (and,
+        with ``counted``, how many match in all).
 
         No text leaves the index: a hit carries its shape (stems by sentence), place in the
         thread, time and whether the owner said it. What is shown is read from the
         database afterwards, within the searched thread (core.history.search).
         """
         searcher = self._opened().searcher()
-        found = sorted(self._top_hits(searcher, terms, scope, offset + limit, None), key=lambda h: (-h[0], h[1]))
-        chosen = found[offset:offset + limit]
-        return read_hits(searcher, chosen)
+        found, total = self._top_hits(searcher, terms, scope, offset + limit, None, counted)
+        chosen = sorted(found, key=lambda h: (-h[0], h[1]))[offset:offset + limit]
+        return read_hits(searcher, chosen), total
 
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
-        return _guarded(lambda: self.ranked_hits(terms, scope, limit, offset))
+        return _guarded(lambda: self.ranked_hits(terms, scope, limit, offset))[0]
+
+    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
+        hits, total = _guarded(lambda: self.ranked_hits(terms, scope, limit, 0, counted=True))
+        assert total is not None  # a counted search always counts
+        return hits, total
 
     def _frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         searcher = self._opened().searcher()

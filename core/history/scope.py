@@ -49,6 +49,11 @@ class Matcher(Protocol):
 
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]: ...
 
+    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
+        """The best ``limit`` matches and how many match in all (as ``count_matches``): one
+        pass where the backend can, since a first page needs both."""
+        ...
+
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         """Messages whose own words match (never only their context), newest first."""
         ...

@@ -11,7 +11,7 @@ after it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -67,7 +67,8 @@ class HistorySearch:
     async def search(self, owner: Owner, args: dict[str, Any]) -> dict[str, Any]:
         """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
         request = parse_request(args, owner.zone)
-        thread_id = await self._messages.active_thread(owner.id)
+        found = await self._database.current(owner.id)
+        thread_id, last = found if found else (await self._messages.active_thread(owner.id), 0)
         if request.around is not None:
             return await self._around(owner, thread_id, request.around)
         terms = self._terms(owner, request)
@@ -77,7 +78,7 @@ class HistorySearch:
         })
         key = await self._keys.key("signing_key")
         cursor = decode(request.cursor, search_print, key) if request.cursor else None
-        snap = cursor.snapshot if cursor else await self._database.snapshot(thread_id)
+        snap = cursor.snapshot if cursor else last
         scope = Scope(thread_id, snap, request.start, request.end, request.before)
         matcher = await self._matcher(terms, snap)
         offset = cursor.offset if cursor else 0
@@ -121,13 +122,14 @@ class HistorySearch:
         self, owner: Owner, thread_id: int, ids: Sequence[int], with_neighbours: bool,
         query_stems: frozenset[str] | None,
     ) -> list[dict[str, Any]]:
-        near: dict[int, tuple[int | None, ...]] = {}
-        if with_neighbours and ids:
-            near = await self._database.neighbours(thread_id, ids, 1)
-        wanted = set(ids) | {n for pair in near.values() for n in pair if n is not None}
+        near: dict[int, tuple[int | None, int | None]] = {}
+        read: Mapping[int, StoredMessage]
+        if with_neighbours:
+            read, near = await self._database.shown(thread_id, ids)
+        else:
+            read = await self._messages.get_many(ids)
         # read back and checked here, whatever an index said: only this owner's thread is shown
-        stored = {i: m for i, m in (await self._messages.get_many(wanted)).items()
-                  if m.owner_id == owner.id and m.thread_id == thread_id}
+        stored = {i: m for i, m in read.items() if m.owner_id == owner.id and m.thread_id == thread_id}
         results = []
         for message_id in ids:
             if message_id not in stored:
@@ -150,28 +152,28 @@ class HistorySearch:
         if terms is None:
             total = await self._database.count_period(scope)
             ids = await self._database.period(scope, request.order is Order.NEWEST, limit, offset)
+        elif request.order is Order.NEWEST:  # a time listing holds only messages saying the words
+            total = await matcher.count_matches(terms.terms, scope, own_words=True)
+            ids = await matcher.newest(terms.terms, scope, limit, offset)
         else:
-            # exactly what the pages list: a time listing holds only messages saying the words
-            total = await matcher.count_matches(terms.terms, scope, own_words=request.order is Order.NEWEST)
-            if request.order is Order.NEWEST:
-                ids = await matcher.newest(terms.terms, scope, limit, offset)
-            else:
-                named = bool(set(words(owner.name)) & set(words(request.query or "")))
-                dates = DateHint.of(request.query or "", owner.zone)
-                ids = await self._relevance(matcher, scope, terms, named, dates, limit, offset)
+            named = bool(set(words(owner.name)) & set(words(request.query or "")))
+            dates = DateHint.of(request.query or "", owner.zone)
+            ids, total = await self._relevance(matcher, scope, terms, named, dates, limit, offset)
         end = offset + len(ids)
         return Page(tuple(ids), total, end if end < total and ids else None)
 
     async def _relevance(
         self, matcher: Matcher, scope: Scope, terms: QueryTerms, owner_named: bool, dates: DateHint | None,
         limit: int, offset: int,
-    ) -> list[int]:
-        """One page of the relevance order: the re-ranked window first, then the backend's order."""
+    ) -> tuple[list[int], int]:
+        """One page of the relevance order (the re-ranked window first, then the backend's
+        order) and how many messages match in all."""
         if offset >= WINDOW:
-            return [h.id for h in await matcher.ranked(terms.terms, scope, limit, offset)]
-        hits = await matcher.ranked(terms.terms, scope, WINDOW)
+            total = await matcher.count_matches(terms.terms, scope)
+            return [h.id for h in await matcher.ranked(terms.terms, scope, limit, offset)], total
+        hits, total = await matcher.ranked_and_counted(terms.terms, scope, WINDOW)
         if not hits:
-            return []
+            return [], total
         if all(h.seq is not None for h in hits):  # the derived index knows each one's place
             around = around_by_position(hits)
         else:
@@ -182,7 +184,7 @@ class HistorySearch:
         if len(ids) < limit and len(hits) == WINDOW:
             more = await matcher.ranked(terms.terms, scope, limit - len(ids), WINDOW)
             ids += [h.id for h in more]
-        return ids
+        return ids, total
 
 
 def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:

@@ -6,7 +6,8 @@ and a GIN index, ranked by ``ts_rank_cd``. Both index a message's own words and,
 second, lower-weighted field, the words of the message just before it (migration 3 writes
 that field as each message arrives). ``FullText`` is the Matcher history_search uses when
 the derived index cannot answer, and the conversation port for everything else a search
-reads (snapshots, periods, neighbours, windows, related older messages). The words are
+reads: periods and related older messages here, the current thread, neighbours and windows in
+core.storage.thread_reads. The words are
 bound as parameters and, for FTS5, each is quoted as a phrase, so nothing the owner typed
 is ever read as query syntax. Ties are broken by id so that every ordering is total and
 paging is stable.
@@ -15,16 +16,16 @@ paging is stable.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, column, func, literal_column, select, table, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import ColumnElement, Select, and_, column, func, literal_column, select, table, text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
 from core.message import StoredMessage
 from core.storage.message_store import stored_message
 from core.storage.schema import messages
+from core.storage.thread_reads import ThreadReads
 from core.text import query_terms, stem, stems
 
 _fts = table("search_fts", column("rowid"))
@@ -101,11 +102,6 @@ def _matching(conn: AsyncConnection, terms: Sequence[str], scope: Scope, *column
     weights: ColumnElement[Any] = literal_column(f"'{{0.1, 0.2, {CONTEXT_WEIGHT}, 1.0}}'::float4[]")  # D, C, B (context), A (text)
     score = func.ts_rank_cd(weights, vector, query).label("score")
     return select(*columns, score).where(vector.op("@@")(query)).where(_scope_filter(scope))
-
-
-async def snapshot(conn: AsyncConnection, thread_id: int) -> int:
-    query = select(func.coalesce(func.max(messages.c.id), 0)).where(messages.c.thread_id == thread_id)
-    return int((await conn.execute(query)).scalar_one())
 
 
 def _own_matching(conn: AsyncConnection, terms: Sequence[str], scope: Scope, *columns: Any) -> Select[Any]:
@@ -203,51 +199,6 @@ async def period(conn: AsyncConnection, scope: Scope, newest_first: bool, limit:
     return [r.id for r in await conn.execute(query)]
 
 
-def _step(anchor: Any, later: bool, skip: int) -> Any:
-    """The id of the message ``skip + 1`` places before or after ``anchor`` in the thread."""
-    other = messages.alias()
-    direction = other.c.id > anchor if later else other.c.id < anchor
-    ordering = other.c.id if later else other.c.id.desc()
-    return (
-        select(other.c.id)
-        .where(and_(other.c.thread_id == bindparam("thread"), other.c.role != "tool", direction))
-        .order_by(ordering)
-        .limit(1)
-        .offset(skip)
-        .scalar_subquery()
-    )
-
-
-@lru_cache(maxsize=8)
-def _neighbours_query(reach: int) -> Any:
-    """Built once per reach (building it costs more than running it); ids and thread are bound."""
-    steps = [_step(messages.c.id, False, skip).label(f"b{skip}") for skip in reversed(range(reach))]
-    steps += [_step(messages.c.id, True, skip).label(f"a{skip}") for skip in range(reach)]
-    return select(messages.c.id, *steps).where(messages.c.id.in_(bindparam("ids", expanding=True)))
-
-
-async def neighbours(
-    conn: AsyncConnection, thread_id: int, ids: Sequence[int], reach: int
-) -> dict[int, tuple[int | None, ...]]:
-    """For each id, the ids ``reach`` places before it and after it in the thread.
-
-    The tuple is (before_reach, …, before_1, after_1, …, after_reach); None past either end.
-    """
-    if not ids:
-        return {}
-    rows = await conn.execute(_neighbours_query(reach), {"thread": thread_id, "ids": list(ids)})
-    return {row[0]: tuple(row[1:]) for row in rows}
-
-
-async def window(conn: AsyncConnection, thread_id: int, message_id: int, each_side: int) -> list[int]:
-    """The message and up to ``each_side`` messages on either side, in thread order."""
-    base = and_(messages.c.thread_id == thread_id, messages.c.role != "tool")
-    earlier = select(messages.c.id).where(base, messages.c.id < message_id).order_by(messages.c.id.desc()).limit(each_side)
-    later = select(messages.c.id).where(base, messages.c.id > message_id).order_by(messages.c.id).limit(each_side)
-    found = [r.id for r in await conn.execute(earlier)] + [r.id for r in await conn.execute(later)]
-    return sorted([*found, message_id])
-
-
 RELATED_CANDIDATES = 60
 
 
@@ -287,15 +238,8 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
     return sorted((m for m, _ in best), key=lambda m: m.id)
 
 
-class FullText:
-    """The database's index as a Matcher, and the conversation reads of a search."""
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
-
-    async def snapshot(self, thread_id: int) -> int:
-        async with self._engine.connect() as conn:
-            return await snapshot(conn, thread_id)
+class FullText(ThreadReads):
+    """The database's index as a Matcher, with the thread reads of a search (ThreadReads)."""
 
     async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
         async with self._engine.connect() as conn:
@@ -304,6 +248,10 @@ class FullText:
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
         async with self._engine.connect() as conn:
             return await ranked(conn, terms, scope, limit, offset)
+
+    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
+        async with self._engine.connect() as conn:
+            return await ranked(conn, terms, scope, limit, 0), await count_matches(conn, terms, scope)
 
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         async with self._engine.connect() as conn:
@@ -320,14 +268,6 @@ class FullText:
     async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]:
         async with self._engine.connect() as conn:
             return await period(conn, scope, newest_first, limit, offset)
-
-    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
-        async with self._engine.connect() as conn:
-            return await neighbours(conn, thread_id, ids, reach)
-
-    async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]:
-        async with self._engine.connect() as conn:
-            return await window(conn, thread_id, message_id, each_side)
 
     async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]:
         async with self._engine.connect() as conn:

@@ -83,6 +83,22 @@ async def test_any_word_in_any_form_best_first_with_dates_and_neighbours(engine:
     assert answer["totalMatches"] >= 2 and answer["complete"] is True
 
 
+async def test_each_result_shows_its_own_neighbours_never_a_tool_message_or_another_owners(engine: AsyncEngine) -> None:
+    ana, ben = await _chat(engine), await _chat(engine, "ben")
+    first = await ana.say("kayak trip planned")  # the thread's first: nothing before it
+    await ben.say("kayak plans of ben")  # another owner's, between Ana's by id
+    await ana.say("kayak tool output", Role.TOOL)  # never shown, never a neighbour
+    second = await ana.say("the kayak was red")
+    reply = await ana.say("lovely", Role.ASSISTANT)
+    last = await ana.say("kayak again")  # the thread's last: nothing after it
+    shown = {r["id"]: r for r in (await ana.search(query="kayak"))["results"]}
+    assert set(shown) == {first, second, reply, last} and shown[reply]["matched_by"] == "previous message"
+    assert shown[first]["before"] is None and shown[first]["after"]["id"] == second
+    assert shown[second]["before"]["id"] == first and shown[second]["after"]["id"] == reply
+    assert shown[reply]["before"]["id"] == second and shown[reply]["after"]["id"] == last
+    assert shown[last]["before"]["id"] == reply and shown[last]["after"] is None
+
+
 @pytest.mark.parametrize(
     "query",
     ['"unbalanced', "AND OR NOT", "NEAR(property, 2)", "prop*", "text:property", "property)",

@@ -1,0 +1,135 @@
+"""What a search reads of a thread besides its matches: the current thread and snapshot, a
+message's neighbours, the window around one, and the rows a page of results shows.
+
+The same statements serve SQLite and PostgreSQL. Those a search runs every time are built
+once (building a SQLAlchemy statement costs more than running it) with the ids bound.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import and_, bindparam, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from core.message import StoredMessage
+from core.storage.message_store import stored_message
+from core.storage.schema import messages, threads
+
+
+@lru_cache(maxsize=1)
+def _current_query() -> Any:
+    last = select(func.coalesce(func.max(messages.c.id), 0)).where(messages.c.thread_id == threads.c.id)
+    return select(threads.c.id, last.scalar_subquery().label("last")).where(
+        and_(threads.c.owner_id == bindparam("owner"), threads.c.ended_at.is_(None)))
+
+
+async def current(conn: AsyncConnection, owner_id: int) -> tuple[int, int] | None:
+    """The owner's active thread and its last message id (0 when empty); None before the first."""
+    found = (await conn.execute(_current_query(), {"owner": owner_id})).first()
+    return None if found is None else (int(found.id), int(found.last))
+
+
+def _step(anchor: Any, later: bool, skip: int) -> Any:
+    """The id of the message ``skip + 1`` places before or after ``anchor`` in the thread."""
+    other = messages.alias()
+    direction = other.c.id > anchor if later else other.c.id < anchor
+    ordering = other.c.id if later else other.c.id.desc()
+    return (
+        select(other.c.id)
+        .where(and_(other.c.thread_id == bindparam("thread"), other.c.role != "tool", direction))
+        .order_by(ordering)
+        .limit(1)
+        .offset(skip)
+        .scalar_subquery()
+    )
+
+
+@lru_cache(maxsize=8)
+def _neighbours_query(reach: int) -> Any:
+    """Built once per reach (building it costs more than running it); ids and thread are bound."""
+    steps = [_step(messages.c.id, False, skip).label(f"b{skip}") for skip in reversed(range(reach))]
+    steps += [_step(messages.c.id, True, skip).label(f"a{skip}") for skip in range(reach)]
+    return select(messages.c.id, *steps).where(messages.c.id.in_(bindparam("ids", expanding=True)))
+
+
+async def neighbours(
+    conn: AsyncConnection, thread_id: int, ids: Sequence[int], reach: int
+) -> dict[int, tuple[int | None, ...]]:
+    """For each id, the ids ``reach`` places before it and after it in the thread.
+
+    The tuple is (before_reach, …, before_1, after_1, …, after_reach); None past either end.
+    """
+    if not ids:
+        return {}
+    rows = await conn.execute(_neighbours_query(reach), {"thread": thread_id, "ids": list(ids)})
+    return {row[0]: tuple(row[1:]) for row in rows}
+
+
+@lru_cache(maxsize=1)
+def _shown_query() -> Any:
+    """The messages asked for and the one before and after each (``thread`` and ``ids`` bound)."""
+    near = _neighbours_query(1).subquery()
+    wanted: Any = bindparam("ids", expanding=True)
+    return select(messages).where(or_(
+        messages.c.id.in_(wanted), messages.c.id.in_(select(near.c.b0)), messages.c.id.in_(select(near.c.a0))))
+
+
+async def shown(
+    conn: AsyncConnection, thread_id: int, ids: Sequence[int]
+) -> tuple[dict[int, StoredMessage], dict[int, tuple[int | None, int | None]]]:
+    """The messages ``ids`` with their neighbours in the thread, in one statement.
+
+    Each one's neighbours are among the rows read, and no message of the thread lies
+    between an id and its neighbour, so the nearest thread row read on either side of it
+    is that neighbour (None past either end).
+    """
+    if not ids:
+        return {}, {}
+    rows = await conn.execute(_shown_query(), {"thread": thread_id, "ids": list(ids)})
+    found = {row.id: stored_message(row) for row in rows}
+    line = sorted(i for i, m in found.items() if m.thread_id == thread_id and m.role.value != "tool")
+    near: dict[int, tuple[int | None, int | None]] = {}
+    for message_id in ids:
+        at = bisect_left(line, message_id)
+        after = at + 1 if at < len(line) and line[at] == message_id else at
+        near[message_id] = (line[at - 1] if at > 0 else None, line[after] if after < len(line) else None)
+    return found, near
+
+
+async def window(conn: AsyncConnection, thread_id: int, message_id: int, each_side: int) -> list[int]:
+    """The message and up to ``each_side`` messages on either side, in thread order."""
+    base = and_(messages.c.thread_id == thread_id, messages.c.role != "tool")
+    earlier = select(messages.c.id).where(base, messages.c.id < message_id).order_by(messages.c.id.desc()).limit(each_side)
+    later = select(messages.c.id).where(base, messages.c.id > message_id).order_by(messages.c.id).limit(each_side)
+    found = [r.id for r in await conn.execute(earlier)] + [r.id for r in await conn.execute(later)]
+    return sorted([*found, message_id])
+
+
+
+class ThreadReads:
+    """The conversation port's reads (core.ports.Conversation) that need no full-text index."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def current(self, owner_id: int) -> tuple[int, int] | None:
+        async with self._engine.connect() as conn:
+            return await current(conn, owner_id)
+
+    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
+        async with self._engine.connect() as conn:
+            return await neighbours(conn, thread_id, ids, reach)
+
+    async def shown(
+        self, thread_id: int, ids: Sequence[int]
+    ) -> tuple[dict[int, StoredMessage], dict[int, tuple[int | None, int | None]]]:
+        async with self._engine.connect() as conn:
+            return await shown(conn, thread_id, ids)
+
+    async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]:
+        async with self._engine.connect() as conn:
+            return await window(conn, thread_id, message_id, each_side)
