@@ -1,21 +1,17 @@
 """A tantivy index derived from the messages table, for fast history_search on both backends.
 
-FTS5 and ``tsvector`` score every match before they can return the best ten (~100 ms for
-a common word in a million messages); tantivy's block-max WAND returns the top hits and an
-exact count in well under a millisecond. The database stays the only truth: the index
-lives beside the SQLite file (on PostgreSQL in ``NOD_SEARCH_INDEX_DIR``, one per host),
-holds nothing that cannot be rebuilt, and is caught up before a search by id, up to the
-settled horizon (``core.storage.fence``: PostgreSQL ids can commit out of order). A
-message's context — the previous message of its thread — is fixed when it is written, so
-catching up later gives the same document (core.history.documents says what one holds).
-
-It is checked before every search, never trusted: its marker names the database it was
-built from (``nod_meta``'s instance) and each document carries a digest of its row, so
-another database, a restored backup or a truncated file is told apart and the index
-rebuilt; rows shown are read back from the database within the searched thread, so even
-a corrupt index cannot put another owner's words in a result. One process writes
-(tantivy's writer lock is per directory); another on the same directory reads when the
-index is caught up for its snapshot and otherwise lets the database's own index answer.
+FTS5 and ``tsvector`` score every match before returning the best ten (~100 ms for a
+common word in a million messages); tantivy answers in about a millisecond. The database
+stays the only truth: the index lives beside the SQLite file (on PostgreSQL in
+``NOD_SEARCH_INDEX_DIR``, one per host), holds nothing that cannot be rebuilt, and is
+caught up by id before a search, up to the settled horizon (``core.storage.fence``). A
+message's context is fixed when it is written, so a later catch-up gives the same
+document (core.history.documents says what one holds). It is checked before every
+search, never trusted: its marker names the database it was built from and each document
+carries a digest of its row, so another database or a restored backup is told apart and
+the index rebuilt; rows shown are read back from the database within the searched
+thread. One process writes (tantivy's lock is per directory); another reads when the
+index is caught up for its snapshot, else the database's own index answers.
 """
 
 from __future__ import annotations
@@ -39,11 +35,13 @@ from core.history.documents import (
     ANALYZER,
     analyzer,
     encode_shape,
+    frequencies_of,
     micros,
     read_hits,
     row_digest,
     schema_of_documents,
     stemmed,
+    top_hits,
     utc,
     words_query,
 )
@@ -51,8 +49,6 @@ from core.history.ranking import shape_of
 from core.history.scope import Hit, Scope
 from core.storage import fence
 from core.storage.database import sqlite_file
-from core.storage.fulltext import FREQUENCY_CAP
-from core.text import stem
 
 log = logging.getLogger("nod.history.index")
 T = TypeVar("T")
@@ -380,29 +376,8 @@ class DerivedIndex:
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         return _guarded(lambda: self.newest_ids(terms, scope, limit, offset))
 
-    def _top_hits(self, searcher: Any, terms: Sequence[str], scope: Scope, wanted: int,
-                  field: str | None, counted: bool = False) -> tuple[list[tuple[float, int, Any]], int | None]:
-        """At least ``wanted`` hits as (key, id, address), read on until the key at the boundary
-        changes; ordered by ``field`` (a time listing: own words only), else by score. With
-        ``counted``, also how many match in all, from the same pass."""
-        query = self._query(terms, scope, own_words=field is not None)
-        fetch = wanted + 16
-        total: int | None = None
-        while True:
-            if field:
-                found = searcher.search(query, fetch, count=counted, order_by_field=field)
-            else:
-                found = searcher.search(query, fetch, count=counted)
-            if counted:
-                total, counted = int(found.count), False
-            ids = searcher.fast_field_values("id", [address for _, address in found.hits])
-            hits = [(float(key), int(i), address) for (key, address), i in zip(found.hits, ids, strict=True)]
-            if len(hits) < fetch or wanted == 0 or hits[-1][0] != hits[wanted - 1][0]:
-                return hits, total
-            fetch *= 4
-
     def newest_ids(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
-        found, _ = self._top_hits(self._opened().searcher(), terms, scope, offset + limit, "sent")
+        found, _ = top_hits(self._opened().searcher(), self._query(terms, scope, own_words=True), offset + limit, "sent")
         hits = sorted(found, key=lambda h: (-h[0], -h[1]))
         return [i for _, i, _ in hits[offset:offset + limit]]
 
@@ -416,7 +391,7 @@ class DerivedIndex:
         database afterwards, within the searched thread (core.history.search).
         """
         searcher = self._opened().searcher()
-        found, total = self._top_hits(searcher, terms, scope, offset + limit, None, counted)
+        found, total = top_hits(searcher, self._query(terms, scope), offset + limit, None, counted)
         chosen = sorted(found, key=lambda h: (-h[0], h[1]))[offset:offset + limit]
         return read_hits(searcher, chosen), total
 
@@ -428,14 +403,6 @@ class DerivedIndex:
         assert total is not None  # a counted search always counts
         return hits, total
 
-    def _frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        searcher = self._opened().searcher()
-        counts = {  # as in SQL: either field, capped (a message holding it in both counts twice)
-            s: min(FREQUENCY_CAP, int(searcher.doc_freq("text", s)) + int(searcher.doc_freq("context", s)))
-            for s in dict.fromkeys(stem(t) for t in terms)
-        }
-        return max(1, int(searcher.num_docs)), counts
-
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The indexed documents and each stem's document frequency, text or context (in memory)."""
-        return _guarded(lambda: self._frequencies(terms))
+        return _guarded(lambda: frequencies_of(self._opened().searcher(), terms))

@@ -19,6 +19,7 @@ from typing import Any
 import tantivy
 
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope, Shape
+from core.storage.fulltext import FREQUENCY_CAP
 from core.text import stem, words
 
 ANALYZER = "nod_words"
@@ -117,3 +118,34 @@ def read_hits(searcher: Any, chosen: Sequence[tuple[float, int, Any]]) -> list[H
         role = "owner" if values["owner"][n] else "assistant"
         hits.append(Hit(message_id, role, "", score, sent, shape, int(values["seq"][n] or 0)))
     return hits
+
+
+def top_hits(searcher: Any, query: Any, wanted: int, field: str | None,
+             counted: bool = False) -> tuple[list[tuple[float, int, Any]], int | None]:
+    """At least ``wanted`` hits of ``query`` as (key, id, address), read on until the key at
+    the boundary changes; ordered by ``field`` (a time listing), else by score. With
+    ``counted``, also how many match in all, from the same pass."""
+    fetch = wanted + 16
+    total: int | None = None
+    while True:
+        if field:
+            found = searcher.search(query, fetch, count=counted, order_by_field=field)
+        else:
+            found = searcher.search(query, fetch, count=counted)
+        if counted:
+            total, counted = int(found.count), False
+        ids = searcher.fast_field_values("id", [address for _, address in found.hits])
+        hits = [(float(key), int(i), address) for (key, address), i in zip(found.hits, ids, strict=True)]
+        if len(hits) < fetch or wanted == 0 or hits[-1][0] != hits[wanted - 1][0]:
+            return hits, total
+        fetch *= 4
+
+
+def frequencies_of(searcher: Any, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """The indexed documents and each stem's document frequency, text or context: as in SQL,
+    capped, a message holding it in both fields counting twice (core.storage.fulltext)."""
+    counts = {
+        s: min(FREQUENCY_CAP, int(searcher.doc_freq("text", s)) + int(searcher.doc_freq("context", s)))
+        for s in dict.fromkeys(stem(t) for t in terms)
+    }
+    return max(1, int(searcher.num_docs)), counts
