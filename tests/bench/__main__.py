@@ -40,15 +40,17 @@ from tests.bench.scale import run_scale
 from tests.bench.storage import run_storage
 from tests.bench.turn import run_turn_bench
 from tests.bench.webhooks import run_webhook_bench
+from tests.bench.workers import run_workers
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
     parser.add_argument("suite", choices=["storage", "locomo", "locomo-batch", "scale", "turn", "maintenance", "evidence",
-                                          "webhooks", "page"])
+                                          "webhooks", "page", "workers"])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=3, help="workers: processes writing and searching at once")
     parser.add_argument("--fts5", action="store_true", help="locomo: FTS5 alone, without the derived index")
     parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
     parser.add_argument("--owner", choices=OWNERS, default="a", help="locomo-batch: which speaker is the owner")
@@ -71,6 +73,8 @@ def main() -> None:
         asyncio.run(run_webhook_bench())
     elif args.suite == "scale":
         asyncio.run(run_scale(args.messages, args.queries))
+    elif args.suite == "workers":
+        asyncio.run(run_workers(args.messages, args.queries, args.workers))
 
 
 main()
