@@ -112,10 +112,13 @@ class Conversation(Protocol):
     async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]: ...
 
 
-class SearchIndex(Matcher, Protocol):
-    """A faster Matcher kept beside the database; it says per search whether it may answer."""
+class SearchIndex(Protocol):
+    """A faster index kept beside the database; it says per search what may answer."""
 
-    async def ready_for(self, snapshot: int) -> bool: ...
+    async def view(self, thread_id: int, snapshot: int, split: int | None = None) -> tuple[Matcher, int] | None:
+        """A Matcher for the thread up to ``snapshot`` and the split its cursors keep; None
+        when the database's own index must answer."""
+        ...
 
 
 class Keys(Protocol):

@@ -1,7 +1,9 @@
 """Page cursors: where the next page starts, bound to the search that made it, signed.
 
 A cursor carries the offset into one fixed ordering and the newest message id that
-existed when the first page was read. Later pages never see messages that arrived in
+existed when the first page was read, and who answered it: the derived index up to which
+id (the rest from the database), or the database alone; later pages are answered the
+same way, so the order they page through is the first page's. Later pages never see messages that arrived in
 between, so paging has no duplicates and no gaps even while the conversation goes on.
 It also carries a fingerprint of the search (owner's thread, words, dates, order): a
 cursor reused with other parameters would silently page through a different list, so it
@@ -35,6 +37,7 @@ class Cursor:
     fingerprint: str
     offset: int
     snapshot: int  # the highest message id the search may see
+    split: int | None = None  # the derived index answered up to this id (core.history.tail); None: the database
 
 
 def fingerprint(parts: dict[str, Any]) -> str:
@@ -55,8 +58,10 @@ def _mac(key: bytes, payload: bytes) -> bytes:
 
 
 def encode(cursor: Cursor, key: bytes) -> str:
-    payload = json.dumps({"f": cursor.fingerprint, "o": cursor.offset, "s": cursor.snapshot},
-                         separators=(",", ":")).encode()
+    fields: dict[str, Any] = {"f": cursor.fingerprint, "o": cursor.offset, "s": cursor.snapshot}
+    if cursor.split is not None:
+        fields["w"] = cursor.split
+    payload = json.dumps(fields, separators=(",", ":")).encode()
     return f"{_b64(payload)}.{_b64(_mac(key, payload))}"
 
 
@@ -68,10 +73,12 @@ def decode(token: str, expected_fingerprint: str, key: bytes) -> Cursor:
         if not hmac.compare_digest(_unb64(signature), _mac(key, payload)):
             raise InvalidInput(_NOT_OURS)
         data = json.loads(payload)
-        cursor = Cursor(str(data["f"]), int(data["o"]), int(data["s"]))
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        split = None if data.get("w") is None else int(data["w"])
+        cursor = Cursor(str(data["f"]), int(data["o"]), int(data["s"]), split)
+    except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
         raise InvalidInput(_NOT_OURS) from exc
-    if not (0 <= cursor.offset <= MAX_OFFSET and 0 <= cursor.snapshot <= MAX_ID):
+    if not (0 <= cursor.offset <= MAX_OFFSET and 0 <= cursor.snapshot <= MAX_ID
+            and (cursor.split is None or 0 <= cursor.split <= cursor.snapshot)):
         raise InvalidInput(_NOT_OURS)
     if cursor.fingerprint != expected_fingerprint:
         raise InvalidInput(

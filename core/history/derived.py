@@ -4,14 +4,15 @@ FTS5 and ``tsvector`` score every match before returning the best ten (~100 ms f
 common word in a million messages); tantivy answers in about a millisecond. The database
 stays the only truth: the index lives beside the SQLite file (on PostgreSQL in
 ``NOD_SEARCH_INDEX_DIR``, one per host), holds nothing that cannot be rebuilt, and is
-caught up by id before a search, up to the settled horizon (``core.storage.fence``). A
+caught up by id in the background, at most once a second, up to the settled horizon
+(``core.storage.fence``); a search never waits for that commit: the searched thread's
+messages after what the index holds are read from the database (core.history.tail). A
 message's context is fixed when it is written, so a later catch-up gives the same
 document (core.history.documents says what one holds). It is checked before every
 search, never trusted: its marker names the database it was built from and each document
 carries a digest of its row, so another database or a restored backup is told apart and
 the index rebuilt; rows shown are read back from the database within the searched
-thread. One process writes (tantivy's lock is per directory); another reads when the
-index is caught up for its snapshot, else the database's own index answers.
+thread. One process writes (tantivy's lock is per directory); another reads what it wrote.
 """
 
 from __future__ import annotations
@@ -21,40 +22,29 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import tantivy
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import IndexFailure
-from core.history.documents import (
-    ANALYZER,
-    analyzer,
-    encode_shape,
-    frequencies_of,
-    micros,
-    read_hits,
-    row_digest,
-    schema_of_documents,
-    stemmed,
-    top_hits,
-    utc,
-    words_query,
-)
+from core.history.documents import ANALYZER, analyzer, encode_shape, micros, row_digest, schema_of_documents, stemmed, utc
+from core.history.index_reads import IndexReads, guarded
 from core.history.ranking import shape_of
-from core.history.scope import Hit, Scope
-from core.storage import fence
+from core.history.scope import Matcher
+from core.history.tail import TAIL_LIMIT, WithTail, tail_messages
+from core.storage import fence, thread_reads
 from core.storage.database import sqlite_file
 
 log = logging.getLogger("nod.history.index")
-T = TypeVar("T")
 FORMAT = 4  # bump when the schema or the analyzer changes: the index is then rebuilt
 BATCH = 20_000
 INLINE_GAP = 2_000  # a longer catch-up runs in the background and the database answers meanwhile
+CATCH_UP_EVERY = 1.0  # seconds between background catch-ups: one commit covers what arrived meanwhile
 _GAP = text(
     """SELECT m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
         WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
@@ -71,19 +61,8 @@ SAMPLE_SIZE = 16
 SAMPLE_EVERY_S = 60.0
 
 
-def _guarded(work: Callable[[], T]) -> T:
-    """Run a tantivy call; its failures (a Rust panic is a BaseException) become IndexFailure."""
-    try:
-        return work()
-    except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
-        raise
-    except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is not an Exception
-        log.error("search_index_failed error=%s", type(exc).__name__)
-        raise IndexFailure("The search index failed; the database's own index answers instead.") from exc
-
-
-class DerivedIndex:
-    def __init__(self, directory: Path, engine: AsyncEngine) -> None:
+class DerivedIndex(IndexReads):
+    def __init__(self, directory: Path, engine: AsyncEngine, catch_up_every: float | None = CATCH_UP_EVERY) -> None:
         self._directory = directory
         self._engine = engine
         self._schema = schema_of_documents()
@@ -97,6 +76,8 @@ class DerivedIndex:
         self._watermark = 0
         self._lock = asyncio.Lock()
         self._background: asyncio.Task[None] | None = None
+        self._every = catch_up_every  # None: only when asked (``warm``, ``ready_for``)
+        self._caught_up_at = -(catch_up_every or 0.0)
         self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
         self._places: dict[int, int] = {}  # thread → the place its next message takes (``seq``)
 
@@ -187,6 +168,56 @@ class DerivedIndex:
                 log.info("search_index_read_only reason=%s", exc)
         return self._writer
 
+    async def view(self, thread_id: int, snapshot: int, split: int | None = None) -> tuple[Matcher, int] | None:
+        """What answers a search of ``thread_id`` up to ``snapshot``, and the split to keep in
+        its cursors: the index up to the id it holds (or the cursor's ``split``) and the
+        thread's newer messages from the database (core.history.tail); None when the
+        database's own index must answer. Never waits for a commit: a catch-up is started
+        in the background instead.
+        """
+        if not await self._usable():
+            return None
+        if self._watermark < snapshot:
+            self._catch_up_soon()
+        split = min(self._watermark, snapshot) if split is None else split
+        if split > self._watermark:  # rebuilt since the first page: that order is gone
+            return None
+        if split >= snapshot:
+            return self, split
+        rows, before = await thread_reads.tail(self._engine, thread_id, split, snapshot, TAIL_LIMIT + 1)
+        if len(rows) > TAIL_LIMIT:  # an import, a first start: too many to match here
+            return None
+        first_place = guarded(lambda: self.place_after(before)) if rows else 0
+        return WithTail(self, split, tail_messages(rows, first_place)), split
+
+    async def _usable(self) -> bool:
+        """Opened, and built from this database as it is now (rebuilt here when not)."""
+        try:
+            self._opened()
+            return await self._verified()
+        except IndexFailure:  # a directory that is not Nod's, or tantivy failed (logged): the database answers
+            return False
+        except (OSError, ValueError) as exc:  # an unusable directory: the database's own index answers
+            log.warning("search_index_unavailable error=%s", type(exc).__name__)
+            return False
+
+    def _catch_up_soon(self) -> None:
+        """One background catch-up at a time, at most one per ``catch_up_every`` seconds."""
+        if self._every is not None and (self._background is None or self._background.done()):
+            self._background = asyncio.create_task(self._catch_up_later(), name="search-index-catch-up")
+
+    async def _catch_up_later(self) -> None:
+        wait = self._caught_up_at + (self._every or 0.0) - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        await self._catch_up_locked()
+        self._caught_up_at = time.monotonic()
+
+    async def caught_up(self) -> None:
+        """Wait for the background catch-up in progress, if any (tests; a bench's first build)."""
+        if self._background is not None:
+            await asyncio.wait({self._background})
+
     async def ready_for(self, snapshot: int) -> bool:
         """Whether the index may answer a search up to ``snapshot``, catching up when it can.
 
@@ -195,18 +226,11 @@ class DerivedIndex:
         restored, replaced or truncated database fails that test and the index is rebuilt
         (or, in a process that may not write it, not used). A small gap is indexed before
         the search; a large one (a rebuild, a first start) in the background, while the
-        database's own index answers.
+        database's own index answers. Searches use ``view``, which never waits for this.
         """
-        try:
-            self._opened()
-        except IndexFailure:  # a directory that is not Nod's (logged once opened): the database answers
-            return False
-        except (OSError, ValueError) as exc:  # an unusable directory: the database's own index answers
-            log.warning("search_index_unavailable error=%s", type(exc).__name__)
+        if not await self._usable():
             return False
         try:
-            if not await self._verified():
-                return False
             if self._watermark >= snapshot:
                 return True
             if self._lock.locked() or snapshot - self._watermark > INLINE_GAP:
@@ -214,7 +238,7 @@ class DerivedIndex:
                 return False
             async with self._lock:
                 if self._watermark < snapshot:  # another process may have caught up meanwhile
-                    latest = await asyncio.to_thread(_guarded, self._indexed_max)
+                    latest = await asyncio.to_thread(guarded, self._indexed_max)
                     self._watermark = max(self._watermark, latest)
                 if self._watermark < snapshot and self._acquire_writer() is not None:
                     await self._catch_up()
@@ -233,7 +257,7 @@ class DerivedIndex:
             return True
         if self._acquire_writer() is None:  # another process writes it: re-read what it did, answer from the database
             self._database = self._bound_to()
-            self._watermark = await asyncio.to_thread(_guarded, self._indexed_max)
+            self._watermark = await asyncio.to_thread(guarded, self._indexed_max)
             log.info("search_index_not_used reason=%s", "unbound" if self._database is None else "mismatch")
             return False
         if self._database is None and not self._watermark:  # a new index: bind it to this database
@@ -243,7 +267,7 @@ class DerivedIndex:
         reason = "another database" if self._database != instance else "the database changed"
         async with self._lock:
             log.warning("search_index_rebuild reason=%s dir=%s", reason, self._directory)
-            await asyncio.to_thread(_guarded, self._clear)
+            await asyncio.to_thread(guarded, self._clear)
             self._database = instance
             self._mark(instance)
         return True
@@ -269,13 +293,13 @@ class DerivedIndex:
 
     def _holds_all(self, rows: list[Any]) -> bool:
         """Each sampled row is in the index with its digest (one restored backup replaced none of them)."""
-        return all(row_digest(row) == _guarded(partial(self._digest_at, int(row.id))) for row in rows)
+        return all(row_digest(row) == guarded(partial(self._digest_at, int(row.id))) for row in rows)
 
     def _holds(self, row: Any) -> bool:
         """The message the index holds last is in the database, unchanged (trivially so when empty)."""
         if not self._watermark:
             return True
-        return row is not None and row_digest(row) == _guarded(lambda: self._digest_at(self._watermark))
+        return row is not None and row_digest(row) == guarded(lambda: self._digest_at(self._watermark))
 
     def _clear(self) -> None:
         writer = self._writer
@@ -291,10 +315,14 @@ class DerivedIndex:
             self._background = asyncio.create_task(self._catch_up_locked(), name="search-index-catch-up")
 
     async def _catch_up_locked(self) -> None:
+        """Index what arrived; where another process writes the index, re-read how far it got."""
         try:
             async with self._lock:
                 if self._acquire_writer() is not None:
                     await self._catch_up()
+                else:
+                    latest = await asyncio.to_thread(guarded, self._indexed_max)
+                    self._watermark = max(self._watermark, latest)
         except Exception:  # noqa: BLE001 - a background catch-up only logs; the database answers meanwhile
             log.exception("search_index_catch_up_failed")
 
@@ -326,7 +354,7 @@ class DerivedIndex:
                 rows = (await conn.execute(_GAP, {"after": self._watermark, "upto": horizon, "batch": BATCH})).all()
                 if not rows:
                     break
-                await asyncio.to_thread(_guarded, partial(self._add, rows))
+                await asyncio.to_thread(guarded, partial(self._add, rows))
                 self._watermark = int(rows[-1].id)
                 added += len(rows)
         if added:
@@ -363,46 +391,3 @@ class DerivedIndex:
                 shape=encode_shape(shape_of(row.text))))
         writer.commit()
         return places
-
-    def _query(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> Any:
-        return words_query(self._schema, terms, scope, own_words)
-
-    def count(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
-        return int(self._opened().searcher().search(self._query(terms, scope, own_words), 1, count=True).count)
-
-    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
-        return _guarded(lambda: self.count(terms, scope, own_words))
-
-    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
-        return _guarded(lambda: self.newest_ids(terms, scope, limit, offset))
-
-    def newest_ids(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
-        found, _ = top_hits(self._opened().searcher(), self._query(terms, scope, own_words=True), offset + limit, "sent")
-        hits = sorted(found, key=lambda h: (-h[0], -h[1]))
-        return [i for _, i, _ in hits[offset:offset + limit]]
-
-    def ranked_hits(self, terms: Sequence[str], scope: Scope, limit: int, offset: int,
-                    counted: bool = False) -> tuple[list[Hit], int | None]:
-        """The best matches with what re-ranking reads, all from the index's own fields (and,
-        with ``counted``, how many match in all).
-
-        No text leaves the index: a hit carries its shape (stems by sentence), place in the
-        thread, time and whether the owner said it. What is shown is read from the
-        database afterwards, within the searched thread (core.history.search).
-        """
-        searcher = self._opened().searcher()
-        found, total = top_hits(searcher, self._query(terms, scope), offset + limit, None, counted)
-        chosen = sorted(found, key=lambda h: (-h[0], h[1]))[offset:offset + limit]
-        return read_hits(searcher, chosen), total
-
-    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
-        return _guarded(lambda: self.ranked_hits(terms, scope, limit, offset))[0]
-
-    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
-        hits, total = _guarded(lambda: self.ranked_hits(terms, scope, limit, 0, counted=True))
-        assert total is not None  # a counted search always counts
-        return hits, total
-
-    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """The indexed documents and each stem's document frequency, text or context (in memory)."""
-        return _guarded(lambda: frequencies_of(self._opened().searcher(), terms))

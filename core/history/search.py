@@ -58,11 +58,14 @@ class HistorySearch:
         self._keys = keys
         self._index = index
 
-    async def _matcher(self, terms: QueryTerms | None, snapshot: int) -> Matcher:
-        """The derived index when it covers the snapshot, else the database's own index."""
-        if terms is not None and self._index is not None and await self._index.ready_for(snapshot):
-            return self._index
-        return self._database
+    async def _matcher(self, terms: QueryTerms | None, scope: Scope, cursor: Cursor | None) -> tuple[Matcher, int | None]:
+        """The derived index (with the thread's newest messages from the database) and how
+        far it answers, else the database's own index and None. Later pages keep the first
+        page's answer: the cursor says which it was."""
+        if terms is None or self._index is None or (cursor is not None and cursor.split is None):
+            return self._database, None
+        view = await self._index.view(scope.thread_id, scope.snapshot, cursor.split if cursor else None)
+        return view if view is not None else (self._database, None)
 
     async def search(self, owner: Owner, args: dict[str, Any]) -> dict[str, Any]:
         """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
@@ -80,14 +83,15 @@ class HistorySearch:
         cursor = decode(request.cursor, search_print, key) if request.cursor else None
         snap = cursor.snapshot if cursor else last
         scope = Scope(thread_id, snap, request.start, request.end, request.before)
-        matcher = await self._matcher(terms, snap)
+        matcher, split = await self._matcher(terms, scope, cursor)
         offset = cursor.offset if cursor else 0
         try:
             page = await self._page(matcher, scope, request, terms, owner, offset)
         except IndexFailure:
-            page = await self._page(self._database, scope, request, terms, owner, offset)
+            page, split = await self._page(self._database, scope, request, terms, owner, offset), None
         deep = page.next_offset is not None and page.next_offset > MAX_OFFSET
-        next_cursor = None if page.next_offset is None or deep else encode(Cursor(search_print, page.next_offset, snap), key)
+        following = Cursor(search_print, page.next_offset or 0, snap, split)
+        next_cursor = None if page.next_offset is None or deep else encode(following, key)
         results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None)
         answer: dict[str, Any] = {
             "results": results, "totalMatches": page.total, "nextCursor": next_cursor,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select
+from sqlalchemy import and_, bindparam, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.message import StoredMessage
@@ -133,3 +133,23 @@ class ThreadReads:
     async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]:
         async with self._engine.connect() as conn:
             return await window(conn, thread_id, message_id, each_side)
+
+
+_TAIL = text(
+    """SELECT m.id, m.role, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
+        WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
+        ORDER BY p.id DESC LIMIT 1), '') AS context,
+      (SELECT max(b.id) FROM messages b WHERE b.thread_id = :thread AND b.id <= :after AND b.role != 'tool') AS before
+    FROM messages m WHERE m.thread_id = :thread AND m.id > :after AND m.id <= :upto AND m.role != 'tool'
+    ORDER BY m.id LIMIT :limit"""
+)
+
+
+async def tail(engine: AsyncEngine, thread_id: int, after: int, upto: int, limit: int) -> tuple[list[Any], int | None]:
+    """At most ``limit`` of the thread's messages in (after, upto], each with the text before
+    it, and the id of the thread's last message at or before ``after`` (None: there is none).
+    The derived index answers up to ``after``; these it has not indexed yet (core.history.tail)."""
+    async with engine.connect() as conn:
+        rows = (await conn.execute(_TAIL, {"thread": thread_id, "after": after, "upto": upto, "limit": limit})).all()
+    before = rows[0].before if rows else None
+    return list(rows), None if before is None else int(before)

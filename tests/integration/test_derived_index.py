@@ -40,18 +40,27 @@ async def _say(store: MessageStore, owner: Owner, n: int, text: str) -> int:
     return stored.message.id
 
 
-async def test_the_index_catches_up_before_each_search_and_answers_from_tantivy(tmp_path: Path) -> None:
+async def test_a_search_answers_the_newest_messages_from_the_database_and_the_index_catches_up_behind(
+        tmp_path: Path) -> None:
     engine, owner, store, db = await _setup(tmp_path)
-    index = DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=0.0)
     assert index is not None and index.watermark == 0
     search = history_search(engine, store, index)
     first = await _say(store, owner, 1, "We sailed to the Berlengas islands")
+    thread = await store.active_thread(owner.id)
+    view = await index.view(thread, first)
+    assert view is not None and view[1] == 0  # nothing indexed yet: all of it from the tail
     assert [r["id"] for r in (await search.search(owner, {"query": "island"}))["results"]] == [first]
+    await index.caught_up()  # the catch-up the search started, in the background
     assert index.watermark == first
     second = await _say(store, owner, 2, "The island ferry was late")
     answer = await search.search(owner, {"query": "islands ferry"})
     assert [r["id"] for r in answer["results"]] == [second, first] and answer["totalMatches"] == 2
+    view = await index.view(thread, second)
+    assert view is not None and view[1] == first  # the index up to first, the database after it
+    await index.caught_up()
     assert index.watermark == second and index.count(("island",), Scope(thread_id=1, snapshot=second)) == 2
+    await index.close()
     await engine.dispose()
 
 
@@ -110,6 +119,7 @@ async def test_a_marker_left_half_written_by_a_crash_still_reads_as_nod_s(tmp_pa
     message = await _say(store, owner, 1, "Remember the blue door")
     index = DerivedIndex(folder, engine)
     assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    await index.caught_up()
     assert index.watermark == message and json.loads((folder / "nod-format.json").read_text())["format"]
     await engine.dispose()
 
@@ -155,3 +165,50 @@ async def test_on_postgresql_a_message_committed_after_a_newer_one_is_never_pass
         await index.close()
     finally:
         await engine.dispose()
+
+
+TRIP = [
+    "Planning the trip to Lisbon in May", "Lisbon in May is lovely. Where will you stay?",
+    "A small hotel in Alfama, near the river", "Alfama is hilly: good shoes for the trip",
+    "Should I book the tram tour?", "Yes, tram 28 crosses Alfama and the river front",
+    "My sister Ana joins the Lisbon trip", "Then a bigger hotel room, or two rooms?",
+    "Two rooms, Ana snores", "Noted: two rooms in Alfama for the Lisbon trip",
+    "What about the river cruise?", "The river cruise leaves at six from the tram stop",
+]
+QUERIES: list[dict[str, Any]] = [
+    {"query": "Lisbon trip"}, {"query": "river tram"}, {"query": "Alfama hotel rooms"},
+    {"query": "trip", "order": "newest", "limit": 3}, {"query": "river", "from": "2025-03-01", "to": "2025-03-01"},
+    {"query": "Ana", "limit": 2},
+]
+
+
+async def _walk(search: Any, owner: Owner, call: dict[str, Any]) -> list[Any]:
+    """Every page of one search, answers whole (order, flags, neighbours, totals)."""
+    answers, cursor = [], None
+    while True:
+        answer = await search.search(owner, {**call, **({"cursor": cursor} if cursor else {})})
+        cursor = answer.pop("nextCursor")
+        answers.append(answer)
+        if not cursor:
+            return answers
+
+
+async def test_the_tail_read_from_the_database_ranks_exactly_as_the_index_would(tmp_path: Path) -> None:
+    """The same conversation searched through an index holding all of it, none of it, and half."""
+    engine, owner, store, _ = await _setup(tmp_path)
+    full, empty, half = (DerivedIndex(tmp_path / name, engine, catch_up_every=None) for name in ("full", "empty", "half"))
+    for n, text in enumerate(TRIP):
+        await store.append(NewMessage(owner.id, Role.OWNER if n % 2 == 0 else Role.ASSISTANT, text, "t",
+                                      T0 + timedelta(hours=3 * n)))
+        if n == len(TRIP) // 2:
+            await half.warm()
+    await full.warm()
+    thread = await store.active_thread(owner.id)
+    assert [v[1] if v else None for v in [await i.view(thread, 12) for i in (full, empty, half)]] == [12, 0, 7]
+    for call in QUERIES:
+        expected = await _walk(history_search(engine, store, full), owner, call)
+        for index in (empty, half):
+            assert await _walk(history_search(engine, store, index), owner, call) == expected, call
+    for index in (full, empty, half):
+        await index.close()
+    await engine.dispose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -22,16 +23,22 @@ from core.storage.owner_store import OwnerStore
 T0 = datetime(2024, 5, 8, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(params=["database", "derived"], autouse=True)
-def matcher(request: pytest.FixtureRequest, engine: AsyncEngine, tmp_path: Path) -> str:
-    """Every test runs on the database's own index and on the derived tantivy index (beside the
-    SQLite file, or in a directory of its own for PostgreSQL)."""
+@pytest.fixture(params=["database", "derived", "tail"], autouse=True)
+async def matcher(request: pytest.FixtureRequest, engine: AsyncEngine, tmp_path: Path) -> AsyncIterator[str]:
+    """Every test runs on the database's own index, on the derived tantivy index caught up
+    before each search (beside the SQLite file, or in a directory of its own for
+    PostgreSQL), and on that index never caught up, so that every message comes from the
+    thread's tail read from the database (core.history.tail)."""
     MATCHER["kind"] = request.param
     MATCHER["dir"] = str(tmp_path / "search-index")
-    return str(request.param)
+    OPENED.clear()
+    yield str(request.param)
+    for index in OPENED:
+        await index.close()
 
 
 MATCHER = {"kind": "database", "dir": ""}
+OPENED: list[DerivedIndex] = []
 
 
 class Chat:
@@ -40,11 +47,13 @@ class Chat:
     def __init__(self, engine: AsyncEngine, owner: Owner) -> None:
         self.owner = owner
         self.store = MessageStore(engine, SystemClock())
-        index = None
-        if MATCHER["kind"] == "derived":
+        self.index = None
+        if MATCHER["kind"] != "database":
             beside_sqlite = Path(str(engine.url.database) + ".search")
-            index = DerivedIndex(beside_sqlite if engine.dialect.name == "sqlite" else Path(MATCHER["dir"]), engine)
-        self.search_service = history_search(engine, self.store, index)
+            self.index = DerivedIndex(beside_sqlite if engine.dialect.name == "sqlite" else Path(MATCHER["dir"]), engine,
+                                      catch_up_every=None)
+            OPENED.append(self.index)
+        self.search_service = history_search(engine, self.store, self.index)
         self.count = 0
 
     async def say(self, text: str, role: Role = Role.OWNER, at: datetime | None = None) -> int:
@@ -54,6 +63,8 @@ class Chat:
         return stored.message.id
 
     async def search(self, **args: Any) -> dict[str, Any]:
+        if self.index is not None and MATCHER["kind"] == "derived":
+            await self.index.warm()
         return await self.search_service.search(self.owner, args)
 
 

@@ -54,6 +54,8 @@ CALLS: list[dict[str, Any]] = [
     {"around": 12},
     {"query": "cafe"},
     {"query": "a quiet hotel by the river", "limit": 1},
+    {"query": "Kyoto hotel", "from": "2024-03-02", "to": "2024-03-03"},
+    {"query": "Kyoto trains", "before": "2024-03-03", "order": "newest"},
 ]
 RANKED = [i for i, call in enumerate(CALLS) if "query" in call and call.get("order") != "newest"]
 
@@ -71,18 +73,27 @@ async def both() -> AsyncIterator[tuple[str, str]]:
         await drop_postgres_database(url)
 
 
-async def _answers(engine: AsyncEngine, derived: bool = False) -> list[Any]:
+async def _answers(engine: AsyncEngine, derived: str | None = None) -> list[Any]:
+    """The answers to CALLS; ``derived``: through the derived index caught up before each
+    call ("indexed"), never caught up, every match then read from the thread's tail ("tail"),
+    or holding the first half of the conversation, the rest from the tail ("half")."""
     await migrate(engine)
     owner = await OwnerStore(engine).add("ana", "Europe/Lisbon", (), T0)
     store = MessageStore(engine, SystemClock())
-    await store.append_many(owner.id, [
-        NewMessage(owner.id, role, text, "test", T0 + timedelta(hours=5 * i), f"p{i}")
-        for i, (role, text) in enumerate(CONVERSATION)
-    ])
-    index = DerivedIndex(Path(str(engine.url.database) + ".search"), engine) if derived else None
+    said = [NewMessage(owner.id, role, text, "test", T0 + timedelta(hours=5 * i), f"p{i}")
+            for i, (role, text) in enumerate(CONVERSATION)]
+    index = DerivedIndex(Path(str(engine.url.database) + ".search"), engine, catch_up_every=None) if derived else None
+    half = len(said) // 2 if derived == "half" else len(said)
+    await store.append_many(owner.id, said[:half])
+    if index is not None and derived == "half":  # the first half indexed, the rest from the tail
+        await index.warm()
+    if said[half:]:
+        await store.append_many(owner.id, said[half:])
     search = history_search(engine, store, index)
     answers = []
     for call in CALLS:
+        if index is not None and derived == "indexed":
+            await index.warm()
         answer = await search.search(owner, call)
         answer.pop("nextCursor")  # opaque; paging itself is compared below
         if CALLS.index(call) in RANKED and call.get("limit") != 1:  # near-ties may differ: compare the set
@@ -97,14 +108,20 @@ async def _answers(engine: AsyncEngine, derived: bool = False) -> list[Any]:
         cursor = more["nextCursor"]
     assert len(pages) == len(set(pages)) == first["totalMatches"]
     answers.append(sorted(pages))
+    if index is not None:
+        await index.close()
     await engine.dispose()
     return answers
 
 
 async def test_both_backends_answer_alike(both: tuple[str, str], tmp_path: Path) -> None:
     sqlite = await _answers(create_engine(f"sqlite+aiosqlite:///{tmp_path / 'parity.db'}"))
-    derived = await _answers(create_engine(f"sqlite+aiosqlite:///{tmp_path / 'derived.db'}"), derived=True)
+    derived = await _answers(create_engine(f"sqlite+aiosqlite:///{tmp_path / 'derived.db'}"), derived="indexed")
+    tail = await _answers(create_engine(f"sqlite+aiosqlite:///{tmp_path / 'tail.db'}"), derived="tail")
+    half = await _answers(create_engine(f"sqlite+aiosqlite:///{tmp_path / 'half.db'}"), derived="half")
     postgres = await _answers(create_engine(both[1]))
-    for call, left, middle, right in zip([*CALLS, "paging"], sqlite, derived, postgres, strict=True):
-        assert left == right, call
-        assert middle == right, ("derived index", call)
+    for n, call in enumerate([*CALLS, "paging"]):
+        assert sqlite[n] == postgres[n], call
+        assert derived[n] == postgres[n], ("derived index", call)
+        assert tail[n] == postgres[n], ("the thread's tail", call)
+        assert half[n] == postgres[n], ("half indexed, half from the tail", call)

@@ -1,0 +1,122 @@
+"""A thread's newest messages, not yet in the derived index, matched straight from the database.
+
+Catching the index up commits a segment: 15–20 ms on a million-message index, paid by
+every search when each caught up first. So a search asks the index only up to the id it
+already holds (the ``split``, kept in later pages' cursors so every page sees the same
+order) and reads the searched thread's messages after it from the database — on a live
+conversation a handful, found through ``messages (thread_id, id)`` — matching, shaping and
+placing them here exactly as the index would (core.history.documents). The index catches
+up in the background (core.history.derived). Ids above the split come first in the
+backend's order; the re-ranked window then orders them among the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Protocol
+
+from core.history.documents import micros, stemmed, utc
+from core.history.ranking import shape_of
+from core.history.scope import Hit, Scope, Shape
+from core.storage.fulltext import FREQUENCY_CAP
+from core.text import stem
+
+TAIL_LIMIT = 64  # more unindexed messages in one thread (an import, a first start): the database answers
+
+
+class Indexed(Protocol):
+    """What the tail is merged with: the derived index, asked up to the split."""
+
+    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int: ...
+
+    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]: ...
+
+    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]: ...
+
+    async def newest_keyed(self, terms: Sequence[str], scope: Scope, wanted: int) -> list[tuple[int, int]]: ...
+
+    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]: ...
+
+
+@dataclass(frozen=True)
+class TailMessage:
+    """One unindexed message as the index would hold it: stems of its text and context, time, place."""
+
+    id: int
+    role: str
+    sent_at: datetime
+    own: frozenset[str]
+    context: frozenset[str]
+    shape: Shape
+    seq: int
+
+    def matches(self, wanted: frozenset[str], scope: Scope, own_words: bool) -> bool:
+        """As documents.words_query: a word in the text (or the context), within the dates."""
+        if not (wanted & self.own or (not own_words and wanted & self.context)):
+            return False
+        sent = micros(self.sent_at)
+        if scope.start is not None and sent < micros(scope.start):
+            return False
+        return all(upper is None or sent < micros(upper) for upper in (scope.end, scope.before))
+
+    def hit(self) -> Hit:
+        role = "owner" if self.role == "owner" else "assistant"  # as the index's ``owner`` field tells it
+        return Hit(self.id, role, "", 0.0, self.sent_at, self.shape, self.seq)
+
+
+def tail_messages(rows: Sequence[Any], first_place: int) -> tuple[TailMessage, ...]:
+    return tuple(
+        TailMessage(int(row.id), str(row.role), utc(row.sent_at), frozenset(stemmed(row.text).split()),
+                    frozenset(stemmed(row.context).split()), shape_of(row.text), first_place + n)
+        for n, row in enumerate(rows)
+    )
+
+
+class WithTail:
+    """A Matcher: the derived index up to ``split``, and the thread's messages after it."""
+
+    def __init__(self, index: Indexed, split: int, tail: Sequence[TailMessage]) -> None:
+        self._index = index
+        self._split = split
+        self._tail = tuple(sorted(tail, key=lambda m: -m.id))  # newest first: the backend's order
+
+    def _upto(self, scope: Scope) -> Scope:
+        return replace(scope, snapshot=min(scope.snapshot, self._split))
+
+    def _matching(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> list[TailMessage]:
+        wanted = frozenset(stem(t) for t in terms)
+        return [m for m in self._tail if m.id <= scope.snapshot and m.matches(wanted, scope, own_words)]
+
+    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
+        indexed = await self._index.count_matches(terms, self._upto(scope), own_words)
+        return indexed + len(self._matching(terms, scope, own_words))
+
+    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
+        tail = [m.hit() for m in self._matching(terms, scope)]
+        head = tail[offset:offset + limit]
+        if len(head) == limit:
+            return head
+        return head + await self._index.ranked(terms, self._upto(scope), limit - len(head), max(0, offset - len(tail)))
+
+    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
+        tail = [m.hit() for m in self._matching(terms, scope)]
+        hits, total = await self._index.ranked_and_counted(terms, self._upto(scope), max(0, limit - len(tail)))
+        return (tail + hits)[:limit], total + len(tail)
+
+    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
+        keyed = await self._index.newest_keyed(terms, self._upto(scope), offset + limit)
+        keyed += [(micros(m.sent_at), m.id) for m in self._matching(terms, scope, own_words=True)]
+        keyed.sort(key=lambda k: (-k[0], -k[1]))
+        return [i for _, i in keyed[offset:offset + limit]]
+
+    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The index's, with the tail's messages counted in as the index will count them
+        (other threads' unindexed messages are not: they are not read)."""
+        documents, per_stem = await self._index.frequencies(terms)
+        for s in per_stem:
+            held = sum((s in m.own) + (s in m.context) for m in self._tail)
+            per_stem[s] = min(FREQUENCY_CAP, per_stem[s] + held)
+        indexed = documents if self._split else 0  # an empty index reports one document
+        return max(1, indexed + len(self._tail)), per_stem
