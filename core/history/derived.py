@@ -152,13 +152,6 @@ class DerivedIndex(IndexReads):
         found = searcher.search(tantivy.Query.all_query(), 1, count=False, order_by_field="id")
         return int(found.hits[0][0]) if found.hits else 0
 
-    def _digest_at(self, message_id: int) -> int | None:
-        searcher = self._opened().searcher()
-        found = searcher.search(tantivy.Query.term_query(self._schema, "id", message_id), 1, count=False)
-        if not found.hits:
-            return None
-        return int(searcher.fast_field_values("digest", [found.hits[0][1]])[0])
-
     def _acquire_writer(self) -> Any | None:
         if not self._writer_tried:
             self._writer_tried = True
@@ -203,8 +196,8 @@ class DerivedIndex(IndexReads):
 
     def _catch_up_soon(self) -> None:
         """One background catch-up at a time, at most one per ``catch_up_every`` seconds."""
-        if self._every is not None and (self._background is None or self._background.done()):
-            self._background = asyncio.create_task(self._catch_up_later(), name="search-index-catch-up")
+        if self._every is not None:
+            self._catch_up_in_background(later=True)
 
     async def _catch_up_later(self) -> None:
         wait = self._caught_up_at + (self._every or 0.0) - time.monotonic()
@@ -293,13 +286,13 @@ class DerivedIndex(IndexReads):
 
     def _holds_all(self, rows: list[Any]) -> bool:
         """Each sampled row is in the index with its digest (one restored backup replaced none of them)."""
-        return all(row_digest(row) == guarded(partial(self._digest_at, int(row.id))) for row in rows)
+        return all(row_digest(row) == guarded(partial(self.field_at, int(row.id), "digest")) for row in rows)
 
     def _holds(self, row: Any) -> bool:
         """The message the index holds last is in the database, unchanged (trivially so when empty)."""
         if not self._watermark:
             return True
-        return row is not None and row_digest(row) == guarded(lambda: self._digest_at(self._watermark))
+        return row is not None and row_digest(row) == guarded(lambda: self.field_at(self._watermark, "digest"))
 
     def _clear(self) -> None:
         writer = self._writer
@@ -310,9 +303,10 @@ class DerivedIndex(IndexReads):
         self._watermark = 0
         self._places.clear()
 
-    def _catch_up_in_background(self) -> None:
+    def _catch_up_in_background(self, later: bool = False) -> None:
         if self._background is None or self._background.done():
-            self._background = asyncio.create_task(self._catch_up_locked(), name="search-index-catch-up")
+            work = self._catch_up_later() if later else self._catch_up_locked()
+            self._background = asyncio.create_task(work, name="search-index-catch-up")
 
     async def _catch_up_locked(self) -> None:
         """Index what arrived; where another process writes the index, re-read how far it got."""

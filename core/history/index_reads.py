@@ -88,12 +88,17 @@ class IndexReads:
         """The indexed documents and each stem's document frequency, text or context (in memory)."""
         return guarded(lambda: frequencies_of(self._opened().searcher(), terms))
 
+    def field_at(self, message_id: int, field: str) -> int | None:
+        """A fast field of the message's document (``seq``, ``digest``); None when not indexed."""
+        searcher = self._opened().searcher()
+        found = searcher.search(tantivy.Query.term_query(self._schema, "id", message_id), 1, count=False)
+        return int(searcher.fast_field_values(field, [found.hits[0][1]])[0]) if found.hits else None
+
     def place_after(self, message_id: int | None) -> int:
         """The place (``seq``) of the message after ``message_id`` in its thread; 0 after none."""
         if message_id is None:
             return 0
-        searcher = self._opened().searcher()
-        found = searcher.search(tantivy.Query.term_query(self._schema, "id", message_id), 1, count=False)
-        if not found.hits:
+        place = self.field_at(message_id, "seq")
+        if place is None:
             raise IndexFailure("The search index lacks a message it should hold; the database answers.")
-        return int(searcher.fast_field_values("seq", [found.hits[0][1]])[0]) + 1
+        return place + 1
