@@ -122,9 +122,11 @@ async def _serve(settings: Settings) -> None:
             await stop.wait()
             log.info("stopping")
         finally:
-            background = [task for task in (warming, hourly, recovering) if task is not None]
+            background = [task for task in (hourly, recovering) if task is not None]
             for task in background:
                 task.cancel()
+            if svc.search_index is not None:  # a warm-up stops after its batch: cancelled, a statement is cut mid-way
+                await svc.search_index.close()
             # wait for them: a task still holding a connection when the engine closes hangs the exit
-            await asyncio.gather(*background, return_exceptions=True)
+            await asyncio.gather(*background, *([warming] if warming else []), return_exceptions=True)
             await runner.cleanup()

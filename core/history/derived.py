@@ -76,6 +76,7 @@ class DerivedIndex(IndexReads):
         self._watermark = 0
         self._lock = asyncio.Lock()
         self._background: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()  # set by close(): a catch-up stops between batches, never mid-statement
         self._every = catch_up_every  # None: only when asked (``warm``, ``ready_for``)
         self._caught_up_at = -(catch_up_every or 0.0)
         self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
@@ -202,7 +203,11 @@ class DerivedIndex(IndexReads):
     async def _catch_up_later(self) -> None:
         wait = self._caught_up_at + (self._every or 0.0) - time.monotonic()
         if wait > 0:
-            await asyncio.sleep(wait)
+            try:
+                await asyncio.wait_for(self._closing.wait(), wait)
+                return  # closing: the next process catches up
+            except TimeoutError:
+                pass
         await self._catch_up_locked()
         self._caught_up_at = time.monotonic()
 
@@ -304,7 +309,7 @@ class DerivedIndex(IndexReads):
         self._places.clear()
 
     def _catch_up_in_background(self, later: bool = False) -> None:
-        if self._background is None or self._background.done():
+        if not self._closing.is_set() and (self._background is None or self._background.done()):
             work = self._catch_up_later() if later else self._catch_up_locked()
             self._background = asyncio.create_task(work, name="search-index-catch-up")
 
@@ -332,9 +337,16 @@ class DerivedIndex(IndexReads):
             log.exception("search_index_warm_failed")
 
     async def close(self) -> None:
+        """Stop background work without cancelling it: a statement cancelled mid-way leaves
+        aiosqlite's thread answering a closed loop, and a half-written batch rolled back.
+        A catch-up in progress finishes its batch (at most ``BATCH`` messages) and stops."""
+        self._closing.set()
         if self._background is not None and not self._background.done():
-            self._background.cancel()
             await asyncio.wait({self._background})
+        async with self._lock:  # a warm-up or a search's own catch-up stops at its batch's end too
+            if self._writer is not None:  # frees tantivy's writer lock for the next process
+                await asyncio.to_thread(guarded, self._writer.wait_merging_threads)
+                self._writer = None
 
     async def _catch_up(self) -> None:
         """Index every message up to the settled horizon (``core.storage.fence``): on PostgreSQL
@@ -344,7 +356,7 @@ class DerivedIndex(IndexReads):
             return
         added = 0
         async with self._engine.connect() as conn:
-            while True:
+            while not self._closing.is_set():
                 rows = (await conn.execute(_GAP, {"after": self._watermark, "upto": horizon, "batch": BATCH})).all()
                 if not rows:
                     break

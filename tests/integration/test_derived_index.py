@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -121,6 +122,30 @@ async def test_a_marker_left_half_written_by_a_crash_still_reads_as_nod_s(tmp_pa
     assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
     await index.caught_up()
     assert index.watermark == message and json.loads((folder / "nod-format.json").read_text())["format"]
+    await engine.dispose()
+
+
+async def test_closing_lets_a_running_catch_up_finish_its_batch_and_the_next_process_resumes(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """Cancelled mid-statement, aiosqlite's thread would answer a loop already closed and a
+    half-written batch would be rolled back; close() stops between batches instead."""
+    monkeypatch.setattr("core.history.derived.BATCH", 5)
+    engine, owner, store, db = await _setup(tmp_path)
+    ids = [await _say(store, owner, n, f"note {n} about the harbour") for n in range(40)]
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    warming = asyncio.create_task(index.warm())
+    async with asyncio.timeout(10):
+        while index.watermark < ids[4]:  # the first batch is in: the catch-up is under way
+            await asyncio.sleep(0.001)
+    await index.close()
+    assert warming.done() and not warming.cancelled()
+    stopped_at = index.watermark
+    assert stopped_at in ids[4::5]  # a whole number of batches, nothing half-added
+    assert index.count(("harbour",), Scope(thread_id=1, snapshot=ids[-1])) == ids.index(stopped_at) + 1
+    resumed = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    assert await resumed.ready_for(ids[-1]) and resumed.watermark == ids[-1]
+    assert resumed.count(("harbour",), Scope(thread_id=1, snapshot=ids[-1])) == 40
+    await resumed.close()
     await engine.dispose()
 
 
