@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, text
+from sqlalchemy import and_, bindparam, func, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.message import StoredMessage
@@ -74,8 +74,11 @@ def _shown_query() -> Any:
     """The messages asked for and the one before and after each (``thread`` and ``ids`` bound)."""
     near = _neighbours_query(1).subquery()
     wanted: Any = bindparam("ids", expanding=True)
-    return select(messages).where(or_(
-        messages.c.id.in_(wanted), messages.c.id.in_(select(near.c.b0)), messages.c.id.in_(select(near.c.a0))))
+    # one list of ids, then the rows by primary key: PostgreSQL plans ``id IN (…) OR id IN
+    # (subquery) OR …`` as a scan of every message (160 ms at a million), a union as lookups
+    every = union_all(select(messages.c.id.label("id")).where(messages.c.id.in_(wanted)),
+                      select(near.c.b0.label("id")), select(near.c.a0.label("id"))).subquery()
+    return select(messages).where(messages.c.id.in_(select(every.c.id)))
 
 
 async def shown(
