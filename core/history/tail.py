@@ -23,7 +23,7 @@ from core.history.scope import Hit, Scope, Shape
 from core.storage.fulltext import FREQUENCY_CAP
 from core.text import stem
 
-TAIL_LIMIT = 64  # more unindexed messages in one thread (an import, a first start): the database answers
+TAIL_LIMIT = 64  # more unindexed messages in one thread: caught up first when few, else (an import) the database answers
 
 
 class Indexed(Protocol):

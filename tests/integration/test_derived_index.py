@@ -149,6 +149,26 @@ async def test_closing_lets_a_running_catch_up_finish_its_batch_and_the_next_pro
     await engine.dispose()
 
 
+async def test_a_thread_busier_than_the_tail_catches_up_first_and_an_import_goes_to_the_database(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """Several workers appending to one thread outrun the once-a-second catch-up; one commit
+    then is cheaper than the database's ranking. A gap past INLINE_GAP (an import) is not
+    waited for."""
+    monkeypatch.setattr("core.history.derived.INLINE_GAP", 100)
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    first = await _say(store, owner, 0, "the harbour at dawn")
+    assert await index.ready_for(first)
+    thread = await store.active_thread(owner.id)
+    busy = [await _say(store, owner, n, f"harbour note {n}") for n in range(1, 71)]  # TAIL_LIMIT is 64
+    view = await index.view(thread, busy[-1])
+    assert view is not None and view[1] == busy[-1] and index.watermark == busy[-1]
+    imported = [await _say(store, owner, n, f"imported {n}") for n in range(71, 201)]
+    assert await index.view(thread, imported[-1]) is None and index.watermark == busy[-1]
+    await index.close()
+    await engine.dispose()
+
+
 def test_only_a_sqlite_file_gets_a_derived_index() -> None:
     assert sqlite_file("sqlite+aiosqlite:///nod.db") == Path("nod.db")
     assert sqlite_file("sqlite+aiosqlite:////var/lib/nod/nod.db?mode=rwc") == Path("/var/lib/nod/nod.db")
