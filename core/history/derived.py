@@ -190,6 +190,8 @@ class DerivedIndex(IndexReads):
             rows, before = await thread_reads.tail(self._engine, thread_id, split, snapshot, TAIL_LIMIT + 1)
         if len(rows) > TAIL_LIMIT:  # an import, a first start: too many to match here
             return None
+        if len(rows) > TAIL_LIMIT // 2:  # a busy thread: catch up now, before a search must wait for it
+            self._catch_up_in_background()
         first_place = guarded(lambda: self.place_after(before)) if rows else 0
         return WithTail(self, split, tail_messages(rows, first_place)), split
 
@@ -255,12 +257,15 @@ class DerivedIndex(IndexReads):
 
     async def _verified(self) -> bool:
         """True when the index belongs to the database as it is now; rebuilds it when not."""
+        # the watermark as it was when read: a background catch-up may move it during the awaits,
+        # and comparing the row read at one mark with the index's at another reads as a changed database
+        mark = self._watermark
         async with self._engine.connect() as conn:
-            found = (await conn.execute(_INSTANCE_AND_ROW, {"id": self._watermark})).one()
-            sample = await self._sample(conn) if self._sample_due() else None
+            found = (await conn.execute(_INSTANCE_AND_ROW, {"id": mark})).one()
+            sample = await self._sample(conn, mark) if self._sample_due() else None
         instance = found.instance
-        row = found if self._watermark and found.id is not None else None
-        if self._database == instance and self._holds(row) and (sample is None or self._holds_all(sample)):
+        row = found if mark and found.id is not None else None
+        if self._database == instance and self._holds(row, mark) and (sample is None or self._holds_all(sample)):
             return True
         if self._acquire_writer() is None:  # another process writes it: re-read what it did, answer from the database
             self._database = self._bound_to()
@@ -287,13 +292,13 @@ class DerivedIndex(IndexReads):
             return True
         return False
 
-    async def _sample(self, conn: Any) -> list[Any]:
-        """The first indexable row at or after each of SAMPLE_SIZE ids spread up to the watermark."""
-        step = max(self._watermark // SAMPLE_SIZE, 1)
-        targets = sorted({min(self._watermark, 1 + n * step) for n in range(SAMPLE_SIZE)})
+    async def _sample(self, conn: Any, mark: int) -> list[Any]:
+        """The first indexable row at or after each of SAMPLE_SIZE ids spread up to ``mark``."""
+        step = max(mark // SAMPLE_SIZE, 1)
+        targets = sorted({min(mark, 1 + n * step) for n in range(SAMPLE_SIZE)})
         rows = []
         for target in targets:
-            found = (await conn.execute(_AT_OR_AFTER, {"id": target, "upto": self._watermark})).first()
+            found = (await conn.execute(_AT_OR_AFTER, {"id": target, "upto": mark})).first()
             if found is not None:
                 rows.append(found)
         return rows
@@ -302,11 +307,12 @@ class DerivedIndex(IndexReads):
         """Each sampled row is in the index with its digest (one restored backup replaced none of them)."""
         return all(row_digest(row) == guarded(partial(self.field_at, int(row.id), "digest")) for row in rows)
 
-    def _holds(self, row: Any) -> bool:
-        """The message the index holds last is in the database, unchanged (trivially so when empty)."""
-        if not self._watermark:
+    def _holds(self, row: Any, mark: int) -> bool:
+        """The message at ``mark`` (the last the index held) is in the database, unchanged
+        (trivially so when empty)."""
+        if not mark:
             return True
-        return row is not None and row_digest(row) == guarded(lambda: self.field_at(self._watermark, "digest"))
+        return row is not None and row_digest(row) == guarded(lambda: self.field_at(mark, "digest"))
 
     def _clear(self) -> None:
         writer = self._writer

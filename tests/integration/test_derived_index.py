@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.wiring import history_search
 from core.clock import SystemClock
+from core.history import derived
 from core.history.derived import DerivedIndex, sqlite_file
 from core.history.scope import Scope
 from core.message import NewMessage, Role
@@ -165,6 +166,33 @@ async def test_a_thread_busier_than_the_tail_catches_up_first_and_an_import_goes
     assert view is not None and view[1] == busy[-1] and index.watermark == busy[-1]
     imported = [await _say(store, owner, n, f"imported {n}") for n in range(71, 201)]
     assert await index.view(thread, imported[-1]) is None and index.watermark == busy[-1]
+    await index.close()
+    await engine.dispose()
+
+
+async def test_a_catch_up_landing_while_the_index_is_checked_is_not_read_as_a_changed_database(
+        tmp_path: Path, caplog: Any) -> None:
+    """The check reads the row at the watermark, then compares it with the index's; a
+    background catch-up committing in between moved the watermark, and the index was
+    rebuilt from scratch (seen at a million messages with three workers)."""
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    first = await _say(store, owner, 0, "the harbour at dawn")
+    assert await index.ready_for(first)
+    second = await _say(store, owner, 1, "the harbour at dusk")
+    async with engine.connect() as conn:
+        pending = (await conn.execute(derived._GAP, {"after": first, "upto": second, "batch": 10})).all()
+
+    def catch_up_lands(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        if "AS instance" in statement and index.watermark == first:  # what _catch_up does between its awaits
+            index._add(pending)
+            index._watermark = second
+
+    event.listen(engine.sync_engine, "before_cursor_execute", catch_up_lands)
+    thread = await store.active_thread(owner.id)
+    assert await index.view(thread, second) is not None
+    assert index.watermark == second and not [r for r in caplog.records if "search_index_rebuild" in r.getMessage()]
+    assert index.count(("harbour",), Scope(thread_id=thread, snapshot=second)) == 2
     await index.close()
     await engine.dispose()
 
