@@ -4,7 +4,7 @@ Catching the index up commits a segment: 15–20 ms on a million-message index, 
 every search when each caught up first. So a search asks the index only up to the id it
 already holds (the ``split``, kept in later pages' cursors so every page sees the same
 order) and reads the searched thread's messages after it from the database — on a live
-conversation a handful, found through ``messages (thread_id, id)`` — matching, shaping and
+conversation a handful (stemmed once, see ``_read``), found through ``messages (thread_id, id)`` — matching, shaping and
 placing them here exactly as the index would (core.history.documents). The index catches
 up in the background (core.history.derived). Ids above the split come first in the
 backend's order; the re-ranked window then orders them among the rest.
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Protocol
 
 from core.history.documents import micros, stemmed, utc
@@ -23,7 +24,7 @@ from core.history.scope import Hit, Scope, Shape
 from core.storage.fulltext import FREQUENCY_CAP
 from core.text import stem
 
-TAIL_LIMIT = 64  # more unindexed messages in one thread: caught up first when few, else (an import) the database answers
+TAIL_LIMIT = 256  # more unindexed messages in one thread: caught up first when few, else (an import) the database answers
 
 
 class Indexed(Protocol):
@@ -66,10 +67,16 @@ class TailMessage:
         return Hit(self.id, role, "", 0.0, self.sent_at, self.shape, self.seq)
 
 
+@lru_cache(maxsize=4 * TAIL_LIMIT)
+def _read(text: str, context: str) -> tuple[frozenset[str], frozenset[str], Shape]:
+    """What matching reads of a message, a pure function of its texts: a busy thread's tail
+    is read again by every search until the index holds it, and stemmed once."""
+    return frozenset(stemmed(text).split()), frozenset(stemmed(context).split()), shape_of(text)
+
+
 def tail_messages(rows: Sequence[Any], first_place: int) -> tuple[TailMessage, ...]:
     return tuple(
-        TailMessage(int(row.id), str(row.role), utc(row.sent_at), frozenset(stemmed(row.text).split()),
-                    frozenset(stemmed(row.context).split()), shape_of(row.text), first_place + n)
+        TailMessage(int(row.id), str(row.role), utc(row.sent_at), *_read(str(row.text), str(row.context)), first_place + n)
         for n, row in enumerate(rows)
     )
 

@@ -156,12 +156,13 @@ async def test_a_thread_busier_than_the_tail_catches_up_first_and_an_import_goes
     then is cheaper than the database's ranking. A gap past INLINE_GAP (an import) is not
     waited for."""
     monkeypatch.setattr("core.history.derived.INLINE_GAP", 100)
+    monkeypatch.setattr("core.history.derived.TAIL_LIMIT", 64)  # a smaller thread makes the same point
     engine, owner, store, db = await _setup(tmp_path)
     index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
     first = await _say(store, owner, 0, "the harbour at dawn")
     assert await index.ready_for(first)
     thread = await store.active_thread(owner.id)
-    busy = [await _say(store, owner, n, f"harbour note {n}") for n in range(1, 71)]  # TAIL_LIMIT is 64
+    busy = [await _say(store, owner, n, f"harbour note {n}") for n in range(1, 71)]  # past TAIL_LIMIT
     view = await index.view(thread, busy[-1])
     assert view is not None and view[1] == busy[-1] and index.watermark == busy[-1]
     imported = [await _say(store, owner, n, f"imported {n}") for n in range(71, 201)]
