@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import tantivy
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import IndexFailure
@@ -37,7 +36,7 @@ from core.history.index_reads import IndexReads, guarded
 from core.history.ranking import shape_of
 from core.history.scope import Matcher
 from core.history.tail import TAIL_LIMIT, WithTail, tail_messages
-from core.storage import fence, thread_reads
+from core.storage import fence, index_feed, thread_reads
 from core.storage.database import sqlite_file
 
 log = logging.getLogger("nod.history.index")
@@ -45,18 +44,6 @@ FORMAT = 4  # bump when the schema or the analyzer changes: the index is then re
 BATCH = 20_000
 INLINE_GAP = 2_000  # a longer catch-up runs in the background and the database answers meanwhile
 CATCH_UP_EVERY = 1.0  # seconds between background catch-ups: one commit covers what arrived meanwhile
-_GAP = text(
-    """SELECT m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
-        WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
-        ORDER BY p.id DESC LIMIT 1), '') AS context
-    FROM messages m WHERE m.id > :after AND m.id <= :upto AND m.role != 'tool' ORDER BY m.id LIMIT :batch"""
-)
-# the database's identity and the row the index holds last, in one round trip (no row: NULLs)
-_INSTANCE_AND_ROW = text("""SELECT (SELECT value FROM nod_meta WHERE key = 'instance') AS instance,
-    m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at
-    FROM (SELECT 1 AS one) AS here LEFT JOIN messages m ON m.id = :id""")
-_AT_OR_AFTER = text("""SELECT id, owner_id, thread_id, role, text, sent_at FROM messages
-    WHERE id >= :id AND id <= :upto AND role != 'tool' ORDER BY id LIMIT 1""")
 SAMPLE_SIZE = 16
 SAMPLE_EVERY_S = 60.0
 
@@ -173,22 +160,23 @@ class DerivedIndex(IndexReads):
             return None
         if self._watermark < snapshot:
             self._catch_up_soon()
-        kept = split is not None
-        split = min(self._watermark, snapshot) if split is None else split
-        if split > self._watermark:  # rebuilt since the first page: that order is gone
-            return None
+        if split is not None:  # a later page: the first page's split, whatever the index holds now
+            return await self._with_tail(thread_id, snapshot, split) if split <= self._watermark else None
+        split = min(self._watermark, snapshot)
+        answer = await self._with_tail(thread_id, snapshot, split)
+        if answer is None and snapshot - self._watermark <= INLINE_GAP:
+            # a busy thread (several workers appending to it): one commit now (~20 ms at a
+            # million) is cheaper than the database's ranking (100-300 ms); an import is not waited for
+            await self._catch_up_locked()
+            answer = await self._with_tail(thread_id, snapshot, min(self._watermark, snapshot))
+        return answer
+
+    async def _with_tail(self, thread_id: int, snapshot: int, split: int) -> tuple[Matcher, int] | None:
+        """The index up to ``split`` and the thread's messages after it; None past TAIL_LIMIT."""
         if split >= snapshot:
             return self, split
         rows, before = await thread_reads.tail(self._engine, thread_id, split, snapshot, TAIL_LIMIT + 1)
-        if len(rows) > TAIL_LIMIT and not kept and snapshot - self._watermark <= INLINE_GAP:
-            # a busy thread (several workers appending to it): one commit now (~20 ms at a
-            # million) is cheaper than the database's ranking (100-300 ms)
-            await self._catch_up_locked()
-            split = min(self._watermark, snapshot)
-            if split >= snapshot:
-                return self, split
-            rows, before = await thread_reads.tail(self._engine, thread_id, split, snapshot, TAIL_LIMIT + 1)
-        if len(rows) > TAIL_LIMIT:  # an import, a first start: too many to match here
+        if len(rows) > TAIL_LIMIT:  # too many to match here
             return None
         if len(rows) > TAIL_LIMIT // 2:  # a busy thread: catch up now, before a search must wait for it
             self._catch_up_in_background()
@@ -261,7 +249,7 @@ class DerivedIndex(IndexReads):
         # and comparing the row read at one mark with the index's at another reads as a changed database
         mark = self._watermark
         async with self._engine.connect() as conn:
-            found = (await conn.execute(_INSTANCE_AND_ROW, {"id": mark})).one()
+            found = (await conn.execute(index_feed.INSTANCE_AND_ROW, {"id": mark})).one()
             sample = await self._sample(conn, mark) if self._sample_due() else None
         instance = found.instance
         row = found if mark and found.id is not None else None
@@ -298,7 +286,7 @@ class DerivedIndex(IndexReads):
         targets = sorted({min(mark, 1 + n * step) for n in range(SAMPLE_SIZE)})
         rows = []
         for target in targets:
-            found = (await conn.execute(_AT_OR_AFTER, {"id": target, "upto": mark})).first()
+            found = (await conn.execute(index_feed.AT_OR_AFTER, {"id": target, "upto": mark})).first()
             if found is not None:
                 rows.append(found)
         return rows
@@ -372,7 +360,7 @@ class DerivedIndex(IndexReads):
         added = 0
         async with self._engine.connect() as conn:
             while not self._closing.is_set():
-                rows = (await conn.execute(_GAP, {"after": self._watermark, "upto": horizon, "batch": BATCH})).all()
+                rows = (await conn.execute(index_feed.GAP, {"after": self._watermark, "upto": horizon, "batch": BATCH})).all()
                 if not rows:
                     break
                 await asyncio.to_thread(guarded, partial(self._add, rows))

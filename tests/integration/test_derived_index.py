@@ -13,12 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.history import derived
 from core.history.derived import DerivedIndex, sqlite_file
 from core.history.scope import Scope
 from core.message import NewMessage, Role
 from core.owner import Owner
-from core.storage import fence
+from core.storage import fence, index_feed
 from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
@@ -182,7 +181,7 @@ async def test_a_catch_up_landing_while_the_index_is_checked_is_not_read_as_a_ch
     assert await index.ready_for(first)
     second = await _say(store, owner, 1, "the harbour at dusk")
     async with engine.connect() as conn:
-        pending = (await conn.execute(derived._GAP, {"after": first, "upto": second, "batch": 10})).all()
+        pending = (await conn.execute(index_feed.GAP, {"after": first, "upto": second, "batch": 10})).all()
 
     def catch_up_lands(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
         if "AS instance" in statement and index.watermark == first:  # what _catch_up does between its awaits

@@ -1,0 +1,24 @@
+"""The statements that feed the derived search index (core.history.derived) from the messages table.
+
+Kept with the storage code so the SQL lives in one layer: the rows to index in id order with
+each one's context (the message before it in its thread), and the rows the index is checked
+against before it is trusted.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+# the next rows to index, each with the text of the message before it in its thread
+GAP = text(
+    """SELECT m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at, coalesce((SELECT p.text FROM messages p
+        WHERE p.thread_id = m.thread_id AND p.id < m.id AND p.role != 'tool'
+        ORDER BY p.id DESC LIMIT 1), '') AS context
+    FROM messages m WHERE m.id > :after AND m.id <= :upto AND m.role != 'tool' ORDER BY m.id LIMIT :batch"""
+)
+# the database's identity and the row the index holds last, in one round trip (no row: NULLs)
+INSTANCE_AND_ROW = text("""SELECT (SELECT value FROM nod_meta WHERE key = 'instance') AS instance,
+    m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at
+    FROM (SELECT 1 AS one) AS here LEFT JOIN messages m ON m.id = :id""")
+AT_OR_AFTER = text("""SELECT id, owner_id, thread_id, role, text, sent_at FROM messages
+    WHERE id >= :id AND id <= :upto AND role != 'tool' ORDER BY id LIMIT 1""")
