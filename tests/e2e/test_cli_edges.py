@@ -7,6 +7,7 @@ Each case is one sentence on standard error and exit status 1, never a traceback
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,9 @@ def test_a_database_that_cannot_be_opened_is_one_sentence_naming_it(
     (here / "folder.db").mkdir()
     result = cli("owners", "list", NOD_DATABASE_URL=f"sqlite+aiosqlite:///{here / 'folder.db'}")
     assert one_sentence(result).startswith(f"nod: The SQLite file {here / 'folder.db'} failed: ")
+    for thread in threading.enumerate():  # let it report here, where it is expected, not in the next test
+        if "_connection_worker_thread" in thread.name:
+            thread.join(timeout=10)
 
 
 def test_an_import_line_dated_in_year_one_is_a_sentence(here: Path, cli: Nod) -> None:
