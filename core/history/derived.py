@@ -167,7 +167,9 @@ class DerivedIndex(IndexReads):
         if answer is None and snapshot - self._watermark <= INLINE_GAP:
             # a busy thread (several workers appending to it): one commit now (~20 ms at a
             # million) is cheaper than the database's ranking (100-300 ms); an import is not waited for
-            await self._catch_up_locked()
+            self._catch_up_in_background()  # its own task: a cancelled search never cuts a commit short
+            if self._background is not None:
+                await asyncio.shield(self._background)
             answer = await self._with_tail(thread_id, snapshot, min(self._watermark, snapshot))
         return answer
 
