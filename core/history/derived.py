@@ -63,6 +63,7 @@ class DerivedIndex(IndexReads):
         self._watermark = 0
         self._lock = asyncio.Lock()
         self._background: asyncio.Task[None] | None = None
+        self._inline: set[asyncio.Task[None]] = set()  # a busy thread's catch-ups, kept until done
         self._closing = asyncio.Event()  # set by close(): a catch-up stops between batches, never mid-statement
         self._every = catch_up_every  # None: only when asked (``warm``, ``ready_for``)
         self._caught_up_at = -(catch_up_every or 0.0)
@@ -153,8 +154,8 @@ class DerivedIndex(IndexReads):
         """What answers a search of ``thread_id`` up to ``snapshot``, and the split to keep in
         its cursors: the index up to the id it holds (or the cursor's ``split``) and the
         thread's newer messages from the database (core.history.tail); None when the
-        database's own index must answer. Never waits for a commit: a catch-up is started
-        in the background instead.
+        database's own index must answer. Waits for a commit only when the thread has more
+        unindexed messages than the tail holds; otherwise a catch-up starts in the background.
         """
         if not await self._usable():
             return None
@@ -167,9 +168,12 @@ class DerivedIndex(IndexReads):
         if answer is None and snapshot - self._watermark <= INLINE_GAP:
             # a busy thread (several workers appending to it): one commit now (~20 ms at a
             # million) is cheaper than the database's ranking (100-300 ms); an import is not waited for
-            self._catch_up_in_background()  # its own task: a cancelled search never cuts a commit short
-            if self._background is not None:
-                await asyncio.shield(self._background)
+            # its own task, shielded: a cancelled search (a new message cancels the turn) never cuts a
+            # commit short, and a background catch-up still sleeping out its second is not waited for
+            inline = asyncio.create_task(self._catch_up_locked(), name="search-index-catch-up-inline")
+            self._inline.add(inline)
+            inline.add_done_callback(self._inline.discard)
+            await asyncio.shield(inline)
             answer = await self._with_tail(thread_id, snapshot, min(self._watermark, snapshot))
         return answer
 
@@ -252,7 +256,7 @@ class DerivedIndex(IndexReads):
         mark = self._watermark
         async with self._engine.connect() as conn:
             found = (await conn.execute(index_feed.INSTANCE_AND_ROW, {"id": mark})).one()
-            sample = await self._sample(conn, mark) if self._sample_due() else None
+            sample = await index_feed.sample(conn, mark, SAMPLE_SIZE) if self._sample_due() else None
         instance = found.instance
         row = found if mark and found.id is not None else None
         if self._database == instance and self._holds(row, mark) and (sample is None or self._holds_all(sample)):
@@ -281,17 +285,6 @@ class DerivedIndex(IndexReads):
             self._sampled_at = now
             return True
         return False
-
-    async def _sample(self, conn: Any, mark: int) -> list[Any]:
-        """The first indexable row at or after each of SAMPLE_SIZE ids spread up to ``mark``."""
-        step = max(mark // SAMPLE_SIZE, 1)
-        targets = sorted({min(mark, 1 + n * step) for n in range(SAMPLE_SIZE)})
-        rows = []
-        for target in targets:
-            found = (await conn.execute(index_feed.AT_OR_AFTER, {"id": target, "upto": mark})).first()
-            if found is not None:
-                rows.append(found)
-        return rows
 
     def _holds_all(self, rows: list[Any]) -> bool:
         """Each sampled row is in the index with its digest (one restored backup replaced none of them)."""

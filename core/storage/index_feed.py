@@ -7,7 +7,10 @@ against before it is trusted.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 # the next rows to index, each with the text of the message before it in its thread
 GAP = text(
@@ -22,3 +25,15 @@ INSTANCE_AND_ROW = text("""SELECT (SELECT value FROM nod_meta WHERE key = 'insta
     FROM (SELECT 1 AS one) AS here LEFT JOIN messages m ON m.id = :id""")
 AT_OR_AFTER = text("""SELECT id, owner_id, thread_id, role, text, sent_at FROM messages
     WHERE id >= :id AND id <= :upto AND role != 'tool' ORDER BY id LIMIT 1""")
+
+
+async def sample(conn: AsyncConnection, mark: int, size: int) -> list[Any]:
+    """The first indexable row at or after each of ``size`` ids spread up to ``mark``: rows
+    over the whole index to check it against (a restored backup replaces some of them)."""
+    step = max(mark // size, 1)
+    rows = []
+    for target in sorted({min(mark, 1 + n * step) for n in range(size)}):
+        found = (await conn.execute(AT_OR_AFTER, {"id": target, "upto": mark})).first()
+        if found is not None:
+            rows.append(found)
+    return rows
