@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import InvalidInput
+from core.history.preceding import PRECEDING_FROM
 
 MAX_OFFSET = 10_000  # deeper than any reader pages; narrow with dates past it
 MAX_ID = 2**62  # every id and snapshot fits a signed 64-bit integer on both backends
@@ -38,6 +39,7 @@ class Cursor:
     offset: int
     snapshot: int  # the highest message id the search may see
     split: int | None = None  # the derived index answered up to this id (core.history.tail); None: the database
+    added: int = 0  # messages the first page's window added (core.history.preceding): later pages skip past them
 
 
 def fingerprint(parts: dict[str, Any]) -> str:
@@ -61,6 +63,8 @@ def encode(cursor: Cursor, key: bytes) -> str:
     fields: dict[str, Any] = {"f": cursor.fingerprint, "o": cursor.offset, "s": cursor.snapshot}
     if cursor.split is not None:
         fields["w"] = cursor.split
+    if cursor.added:
+        fields["a"] = cursor.added
     payload = json.dumps(fields, separators=(",", ":")).encode()
     return f"{_b64(payload)}.{_b64(_mac(key, payload))}"
 
@@ -74,11 +78,12 @@ def decode(token: str, expected_fingerprint: str, key: bytes) -> Cursor:
             raise InvalidInput(_NOT_OURS)
         data = json.loads(payload)
         split = None if data.get("w") is None else int(data["w"])
-        cursor = Cursor(str(data["f"]), int(data["o"]), int(data["s"]), split)
+        cursor = Cursor(str(data["f"]), int(data["o"]), int(data["s"]), split, int(data.get("a", 0)))
     except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
         raise InvalidInput(_NOT_OURS) from exc
     if not (0 <= cursor.offset <= MAX_OFFSET and 0 <= cursor.snapshot <= MAX_ID
-            and (cursor.split is None or 0 <= cursor.split <= cursor.snapshot)):
+            and (cursor.split is None or 0 <= cursor.split <= cursor.snapshot)
+            and 0 <= cursor.added <= PRECEDING_FROM):
         raise InvalidInput(_NOT_OURS)
     if cursor.fingerprint != expected_fingerprint:
         raise InvalidInput(

@@ -84,6 +84,19 @@ class IndexReads:
         assert total is not None  # a counted search always counts
         return hits, total
 
+    async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
+        return guarded(lambda: self.matching_ids(terms, scope, ids))
+
+    def matching_ids(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
+        if not ids:
+            return set()
+        searcher = self._opened().searcher()
+        among = tantivy.Query.term_set_query(self._schema, "id", list(ids))
+        query = tantivy.Query.boolean_query([
+            (tantivy.Occur.Must, self._query(terms, scope)), (tantivy.Occur.Must, among)])
+        found = searcher.search(query, len(ids), count=False)
+        return {int(i) for i in searcher.fast_field_values("id", [address for _, address in found.hits])}
+
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The indexed documents and each stem's document frequency, text or context (in memory)."""
         return guarded(lambda: frequencies_of(self._opened().searcher(), terms))

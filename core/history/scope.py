@@ -58,6 +58,10 @@ class Matcher(Protocol):
         """Messages whose own words match (never only their context), newest first."""
         ...
 
+    async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
+        """Which of ``ids`` match (own words or context) within the scope: those ``ranked`` may list."""
+        ...
+
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many messages are indexed, and how many each word's stem matches (capped counts)."""
         ...

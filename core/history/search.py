@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from core.errors import IndexFailure, InvalidInput, NotFound
 from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
 from core.history.periods import DateHint
+from core.history.preceding import preceding
 from core.history.ranking import NEIGHBOUR_REACH, WINDOW, Frequencies, around_by_position, rerank
 from core.history.request import Order, SearchRequest, parse_request
 from core.history.scope import Matcher, Scope
@@ -40,6 +41,8 @@ class Page:
     ids: tuple[int, ...]
     total: int
     next_offset: int | None  # None when the list is complete
+    added: int = 0  # how many the relevance window added (core.history.preceding)
+    by_next: frozenset[int] = frozenset()  # those of them on this page
 
 
 def cut(text: str, limit: int) -> tuple[str, bool]:
@@ -84,15 +87,15 @@ class HistorySearch:
         snap = cursor.snapshot if cursor else last
         scope = Scope(thread_id, snap, request.start, request.end, request.before)
         matcher, split = await self._matcher(terms, scope, cursor)
-        offset = cursor.offset if cursor else 0
+        offset, added = (cursor.offset, cursor.added) if cursor else (0, 0)
         try:
-            page = await self._page(matcher, scope, request, terms, owner, offset)
+            page = await self._page(matcher, scope, request, terms, owner, offset, added)
         except IndexFailure:
-            page, split = await self._page(self._database, scope, request, terms, owner, offset), None
+            page, split = await self._page(self._database, scope, request, terms, owner, offset, added), None
         deep = page.next_offset is not None and page.next_offset > MAX_OFFSET
-        following = Cursor(search_print, page.next_offset or 0, snap, split)
+        following = Cursor(search_print, page.next_offset or 0, snap, split, page.added)
         next_cursor = None if page.next_offset is None or deep else encode(following, key)
-        results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None)
+        results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None, page.by_next)
         answer: dict[str, Any] = {
             "results": results, "totalMatches": page.total, "nextCursor": next_cursor,
             "complete": page.next_offset is None,
@@ -119,12 +122,12 @@ class HistorySearch:
         if found is None or found.thread_id != thread_id or found.role.value == "tool":
             raise NotFound(f"Message {message_id} is not in this conversation.")
         ids = await self._database.window(thread_id, message_id, AROUND_EACH_SIDE)
-        results = await self._results(owner, thread_id, ids, False, None)
+        results = await self._results(owner, thread_id, ids, False, None, frozenset())
         return {"results": results, "totalMatches": len(results), "nextCursor": None, "complete": True}
 
     async def _results(
         self, owner: Owner, thread_id: int, ids: Sequence[int], with_neighbours: bool,
-        query_stems: frozenset[str] | None,
+        query_stems: frozenset[str] | None, by_next: frozenset[int],
     ) -> list[dict[str, Any]]:
         near: dict[int, tuple[int | None, int | None]] = {}
         read: Mapping[int, StoredMessage]
@@ -139,7 +142,9 @@ class HistorySearch:
             if message_id not in stored:
                 continue
             result = _render(owner, stored[message_id], MAX_EXCERPT_CHARS)
-            if query_stems and not query_stems & stems(stored[message_id].text):
+            if message_id in by_next:
+                result["matched_by"] = "next message"  # the message after it matches strongly
+            elif query_stems and not query_stems & stems(stored[message_id].text):
                 result["matched_by"] = "previous message"  # found by the words just before it
             if with_neighbours:
                 before, after = near.get(message_id, (None, None))
@@ -150,9 +155,10 @@ class HistorySearch:
 
     async def _page(
         self, matcher: Matcher, scope: Scope, request: SearchRequest, terms: QueryTerms | None, owner: Owner,
-        offset: int,
+        offset: int, added: int,
     ) -> Page:
         limit = request.limit
+        by_next: frozenset[int] = frozenset()
         if terms is None:
             total = await self._database.count_period(scope)
             ids = await self._database.period(scope, request.order is Order.NEWEST, limit, offset)
@@ -162,33 +168,41 @@ class HistorySearch:
         else:
             named = bool(set(words(owner.name)) & set(words(request.query or "")))
             dates = DateHint.of(request.query or "", owner.zone)
-            ids, total = await self._relevance(matcher, scope, terms, named, dates, limit, offset)
+            ids, total, extra, added = await self._relevance(matcher, scope, terms, named, dates, limit, offset, added)
+            by_next = frozenset(ids) & extra
         end = offset + len(ids)
-        return Page(tuple(ids), total, end if end < total and ids else None)
+        return Page(tuple(ids), total, end if end < total and ids else None, added, by_next)
 
     async def _relevance(
         self, matcher: Matcher, scope: Scope, terms: QueryTerms, owner_named: bool, dates: DateHint | None,
-        limit: int, offset: int,
-    ) -> tuple[list[int], int]:
+        limit: int, offset: int, added: int,
+    ) -> tuple[list[int], int, frozenset[int], int]:
         """One page of the relevance order (the re-ranked window first, then the backend's
-        order) and how many messages match in all."""
-        if offset >= WINDOW:
+        order), how many it lists in all, the window's added messages and their count.
+
+        ``added`` is the first page's count (from the cursor): a page past the window
+        starts that much earlier in the backend's order.
+        """
+        if offset >= WINDOW + added:
             total = await matcher.count_matches(terms.terms, scope)
-            return [h.id for h in await matcher.ranked(terms.terms, scope, limit, offset)], total
+            ranked = await matcher.ranked(terms.terms, scope, limit, offset - added)
+            return [h.id for h in ranked], total + added, frozenset(), added
         hits, total = await matcher.ranked_and_counted(terms.terms, scope, WINDOW)
         if not hits:
-            return [], total
-        if all(h.seq is not None for h in hits):  # the derived index knows each one's place
-            around = around_by_position(hits)
+            return [], total, frozenset(), 0
+        extra = await preceding(self._database, self._messages, matcher, scope, terms.terms, hits)
+        pool = [*hits, *extra]
+        if all(h.seq is not None for h in pool):  # the derived index knows each one's place
+            around = around_by_position(pool)
         else:
-            around = await self._database.neighbours(scope.thread_id, [h.id for h in hits], NEIGHBOUR_REACH)
+            around = await self._database.neighbours(scope.thread_id, [h.id for h in pool], NEIGHBOUR_REACH)
         documents, per_stem = await matcher.frequencies(terms.terms)
-        ordered = rerank(hits, terms.stem_groups, around, Frequencies(documents, per_stem), owner_named, dates)
+        ordered = rerank(pool, terms.stem_groups, around, Frequencies(documents, per_stem), owner_named, dates)
         ids = ordered[offset : offset + limit]
         if len(ids) < limit and len(hits) == WINDOW:
-            more = await matcher.ranked(terms.terms, scope, limit - len(ids), WINDOW)
+            more = await matcher.ranked(terms.terms, scope, limit - len(ids), WINDOW + max(0, offset - len(ordered)))
             ids += [h.id for h in more]
-        return ids, total
+        return ids, total + len(extra), frozenset(h.id for h in extra), len(extra)
 
 
 def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:

@@ -38,6 +38,8 @@ class Indexed(Protocol):
 
     async def newest_keyed(self, terms: Sequence[str], scope: Scope, wanted: int) -> list[tuple[int, int]]: ...
 
+    async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]: ...
+
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]: ...
 
 
@@ -117,6 +119,11 @@ class WithTail:
         keyed += [(micros(m.sent_at), m.id) for m in self._matching(terms, scope, own_words=True)]
         keyed.sort(key=lambda k: (-k[0], -k[1]))
         return [i for _, i in keyed[offset:offset + limit]]
+
+    async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
+        tail = {m.id for m in self._matching(terms, scope)} & set(ids)
+        indexed = [i for i in ids if i <= self._split]
+        return tail | await self._index.which_match(terms, self._upto(scope), indexed)
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The index's, with the tail's messages counted in as the index will count them

@@ -142,6 +142,18 @@ async def ranked(
     return [Hit(r.id, rows[r.id].role, rows[r.id].text, float(r.score), rows[r.id].sent_at) for r in best]
 
 
+async def which_match(conn: AsyncConnection, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
+    """Which of ``ids`` match, by their own words or their context, within the scope."""
+    if not ids:
+        return set()
+    if conn.dialect.name == "sqlite":
+        query = _fts_matches(terms, scope, messages.c.id)
+    else:
+        query = select(messages.c.id).where(
+            literal_column("messages.search_tsv").op("@@")(tsquery_any(terms))).where(_scope_filter(scope))
+    return {int(i) for i in (await conn.execute(query.where(messages.c.id.in_(list(ids))))).scalars()}
+
+
 FREQUENCY_CAP = 2_000  # counting stops here: past it a word is common, how common matters little
 
 
@@ -256,6 +268,10 @@ class FullText(ThreadReads):
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         async with self._engine.connect() as conn:
             return await newest(conn, terms, scope, limit, offset)
+
+    async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
+        async with self._engine.connect() as conn:
+            return await which_match(conn, terms, scope, ids)
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         async with self._engine.connect() as conn:

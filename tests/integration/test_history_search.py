@@ -192,6 +192,30 @@ async def test_pages_have_no_duplicates_no_gaps_and_ignore_later_messages(engine
     assert set(seen) >= expected
 
 
+async def test_the_message_before_a_strong_match_is_listed_once_and_counted_while_paging(engine: AsyncEngine) -> None:
+    chat = await _chat(engine)
+    said, asked = [], []
+    for i in range(120):  # each match is asked about just before, in words the query does not hold
+        await chat.say(f"plain remark {i}")
+        asked.append(await chat.say(f"what happened on day {i}?"))
+        said.append(await chat.say(f"the heron came back {i} " + "heron " * (i % 3)))
+    seen: list[str | None] = []
+    answer, ids = await chat.search(query="heron", limit=40), []
+    total = answer["totalMatches"]
+    while True:
+        ids += _ids(answer)
+        seen += [r.get("matched_by") for r in answer["results"]]
+        if answer["complete"]:
+            break
+        answer = await chat.search(query="heron", limit=40, cursor=answer["nextCursor"])
+    by_next = [i for i, flag in zip(ids, seen, strict=True) if flag == "next message"]
+    assert 0 < len(by_next) <= 10 and set(by_next) <= set(asked)  # only the best matches lift their question
+    assert len(ids) == len(set(ids)) == total == 2 * 120 - 1 + len(by_next)  # each heron, the remark after it
+    assert set(said) <= set(ids)
+    newest = await chat.search(query="heron", order="newest", limit=50)
+    assert newest["totalMatches"] == 120 and not set(asked) & set(_ids(newest))
+
+
 async def test_a_cursor_reused_with_other_parameters_is_refused(engine: AsyncEngine) -> None:
     chat = await _chat(engine)
     for i in range(15):
@@ -263,7 +287,8 @@ async def test_a_date_in_the_query_prefers_messages_sent_then(engine: AsyncEngin
         await chat.say("The sea is calm", at=T0 + timedelta(days=day, hours=2))
     answer = await chat.search(query="dinner on 8 May 2024")
     assert _ids(answer)[0] == then
-    assert answer["totalMatches"] == 6  # the date only orders: every dinner (and the message after it) still matches
+    # the date only orders: every dinner, the message after it, and (for the two later dinners) the message before
+    assert answer["totalMatches"] == 8 == len(answer["results"])
 
 
 async def test_a_time_listing_shows_only_messages_saying_the_words_and_counts_exactly_what_it_lists(
@@ -272,8 +297,7 @@ async def test_a_time_listing_shows_only_messages_saying_the_words_and_counts_ex
     told = await chat.say("My sister Ana found a flat in Porto")
     reply = await chat.say("Small but bright sounds nice.", Role.ASSISTANT)  # matches "Ana" only through the previous
     later = await chat.say("Ana starts her new job on Monday")
-    for n in range(25):
-        await chat.say(f"Filler about the weather, day {n}")
+    fillers = [await chat.say(f"Filler about the weather, day {n}") for n in range(25)]
     await chat.say("Ana called about the flat")
     newest = await chat.search(query="Ana", order="newest", limit=2)
     pages = _ids(newest)
@@ -283,10 +307,11 @@ async def test_a_time_listing_shows_only_messages_saying_the_words_and_counts_ex
     assert reply not in pages and pages[-2:] == [later, told]
     assert newest["totalMatches"] == len(pages) == 3
     relevance = await chat.search(query="Ana", limit=20)
-    # three say it; the reply and the first filler follow a message that does
-    assert reply in _ids(relevance) and relevance["totalMatches"] == len(_ids(relevance)) == 5
+    # three say it; the reply and the first filler follow a message that does; the last filler precedes one
+    assert reply in _ids(relevance) and relevance["totalMatches"] == len(_ids(relevance)) == 6
     flagged = {r["id"]: r.get("matched_by") for r in relevance["results"]}
-    assert flagged[reply] == "previous message" and flagged[told] is None
+    assert flagged[reply] == flagged[fillers[0]] == "previous message" and flagged[told] is None
+    assert flagged[fillers[-1]] == "next message" and fillers[1] not in flagged
     dated = await chat.search(query="Ana", order="newest", **{"from": "2024-05-08", "to": "2024-05-08"})
     assert reply not in _ids(dated) and dated["totalMatches"] == len(_ids(dated))
 

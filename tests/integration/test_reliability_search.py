@@ -139,8 +139,9 @@ async def test_a_validly_signed_cursor_still_cannot_ask_for_an_unbounded_offset(
         key = bytes.fromhex((await conn.execute(text("SELECT value FROM nod_meta WHERE key = 'signing_key'"))).scalar_one())
     body = first["nextCursor"].split(".")[0]
     printed = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))["f"]
-    for offset in (2**40, 10_001):
-        token = encode(Cursor(printed, offset, 2**30), key)
+    for forged in (Cursor(printed, 2**40, 2**30), Cursor(printed, 10_001, 2**30), Cursor(printed, 5, 2**30, None, 2**40),
+                   Cursor(printed, 5, 2**30, None, -1), Cursor(printed, 5, 2**30, None, 11)):
+        token = encode(forged, key)
         result = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": token})
         assert "error" in result and "cursor" in result["error"]
     assert fingerprint({}) != printed

@@ -1,0 +1,75 @@
+"""The message before a strong match, as a candidate of its own ("matched by the next message").
+
+A reply repeats the words of what it answers: "Adoption agencies, how exciting!" holds
+the query's words, while the owner's "I've been looking into agencies to adopt a child"
+just before it, the message that says what happened, may hold none of them in the form
+asked. The index finds a message by its own words and by the previous message's; this
+adds the other direction for the best PRECEDING_FROM matches only, so a strong match
+lifts the message before it through the neighbour support of re-ranking
+(core.history.ranking) and a weak one lifts nothing.
+
+Measured on LoCoMo (tests/bench, R@10): dev 0.743 → 0.752, test 0.730 → 0.736.
+
+Only messages that match no query word at all are added (a message matching by itself
+is already a candidate, or ranks later in the backend's order and must not be listed
+twice), so ``totalMatches`` counts the matches plus these, and a listing by time never
+shows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from core.history.scope import Hit, Matcher, Scope
+from core.message import StoredMessage
+from core.ports import Messages
+
+PRECEDING_FROM = 10  # the best matches (backend order) whose previous message may join
+
+
+class Neighbours(Protocol):
+    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
+        ...
+
+
+def _admitted(message: StoredMessage, scope: Scope) -> bool:
+    """Within the searched thread, snapshot and dates (the matchers test the same)."""
+    sent = message.sent_at
+    return (
+        message.thread_id == scope.thread_id and message.id <= scope.snapshot and message.role.value != "tool"
+        and (scope.start is None or sent >= scope.start)
+        and all(upper is None or sent < upper for upper in (scope.end, scope.before))
+    )
+
+
+async def preceding(
+    database: Neighbours, messages: Messages, matcher: Matcher, scope: Scope, terms: Sequence[str],
+    hits: Sequence[Hit],
+) -> list[Hit]:
+    """Hits for the messages just before the best ``hits`` that match no query word.
+
+    Each carries its place (``seq``) one before its match's when the match knows its own,
+    so re-ranking finds the pair adjacent without asking the database again.
+    """
+    best = hits[:PRECEDING_FROM]
+    near = await database.neighbours(scope.thread_id, [h.id for h in best], 1)
+    held = {h.id for h in hits}
+    before: dict[int, Hit] = {}
+    for hit in best:
+        found = near.get(hit.id, (None,))[0]
+        if found is not None and found not in held and found not in before:
+            before[found] = hit
+    if not before:
+        return []
+    matching = await matcher.which_match(terms, scope, sorted(before))
+    read = await messages.get_many([i for i in before if i not in matching])
+    added = []
+    for message_id, message in sorted(read.items()):
+        if message_id in matching or not _admitted(message, scope):
+            continue
+        after = before[message_id]
+        seq = after.seq - 1 if after.seq is not None else None
+        role = "owner" if message.role.value == "owner" else "assistant"
+        added.append(Hit(message_id, role, message.text, 0.0, message.sent_at, None, seq))
+    return added
