@@ -18,9 +18,8 @@ thread. One process writes (tantivy's lock is per directory); another reads what
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import logging
-import shutil
 import time
 from collections.abc import Sequence
 from functools import partial
@@ -31,7 +30,8 @@ import tantivy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import IndexFailure
-from core.history.documents import ANALYZER, analyzer, encode_shape, micros, row_digest, schema_of_documents, stemmed, utc
+from core.history.documents import encode_shape, micros, row_digest, schema_of_documents, stemmed, utc
+from core.history.index_directory import IndexDirectory
 from core.history.index_reads import IndexReads, guarded
 from core.history.ranking import shape_of
 from core.history.scope import Matcher
@@ -40,7 +40,6 @@ from core.storage import fence, index_feed, thread_reads
 from core.storage.database import sqlite_file
 
 log = logging.getLogger("nod.history.index")
-FORMAT = 4  # bump when the schema or the analyzer changes: the index is then rebuilt
 BATCH = 20_000
 INLINE_GAP = 2_000  # a longer catch-up runs in the background and the database answers meanwhile
 CATCH_UP_EVERY = 1.0  # seconds between background catch-ups: one commit covers what arrived meanwhile
@@ -53,9 +52,7 @@ class DerivedIndex(IndexReads):
         self._directory = directory
         self._engine = engine
         self._schema = schema_of_documents()
-        self._marker = directory / "nod-format.json"
-        self._staged = directory / "nod-format.json.new"
-        self._refusal: str | None = None  # set when the directory is not Nod's: it is never touched
+        self._place = IndexDirectory(directory)
         self._index: Any | None = None  # opened on first use: `nod owners list` makes no index directory
         self._database: str | None = None
         self._writer: Any | None = None
@@ -65,6 +62,8 @@ class DerivedIndex(IndexReads):
         self._background: asyncio.Task[None] | None = None
         self._inline: set[asyncio.Task[None]] = set()  # a busy thread's catch-ups, kept until done
         self._closing = asyncio.Event()  # set by close(): a catch-up stops between batches, never mid-statement
+        self._wake = asyncio.Event()  # a busy thread (or close()) ends a waiting catch-up's pause early
+        self._rebuilds = 0  # two searches that both find the database changed rebuild once
         self._every = catch_up_every  # None: only when asked (``warm``, ``ready_for``)
         self._caught_up_at = -(catch_up_every or 0.0)
         self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
@@ -82,8 +81,8 @@ class DerivedIndex(IndexReads):
 
     def _opened(self) -> Any:
         if self._index is None:
-            self._index = self._open()
-            self._database = self._bound_to()
+            self._index = self._place.open(self._schema)
+            self._database = self._place.bound_to()
             self._watermark = self._indexed_max()
         return self._index
 
@@ -98,43 +97,6 @@ class DerivedIndex(IndexReads):
             return cls(directory, engine)
         return None
 
-    def _marked(self) -> dict[str, Any]:
-        try:
-            found = json.loads(self._marker.read_text())
-        except (OSError, ValueError):
-            return {}
-        return found if isinstance(found, dict) else {}
-
-    def _open(self) -> Any:
-        """Open (or make) the index; an older format's is removed first, a directory that is
-        not Nod's never is: NOD_SEARCH_INDEX_DIR pointed at the wrong place must lose nothing."""
-        if self._refusal is not None:
-            raise IndexFailure(self._refusal)
-        if self._directory.exists() and self._marked().get("format") != FORMAT:
-            if not self._marker.exists() and any(p.name != self._staged.name for p in self._directory.iterdir()):
-                log.error("search_index_refused reason=not_a_nod_index dir=%s", self._directory)
-                self._refusal = (f"{self._directory} holds files that are not Nod's search index; "
-                                 "point NOD_SEARCH_INDEX_DIR at an empty or new directory.")
-                raise IndexFailure(self._refusal)
-            log.info("search_index_rebuild reason=format dir=%s", self._directory)
-            shutil.rmtree(self._directory)
-        self._directory.mkdir(parents=True, exist_ok=True)
-        if not self._marker.exists():  # the marker first: a directory with tantivy's files is always marked
-            self._mark(None)
-        index = tantivy.Index(self._schema, path=str(self._directory), reuse=True)
-        index.register_tokenizer(ANALYZER, analyzer())
-        return index
-
-    def _mark(self, database: str | None) -> None:
-        """Written whole or not at all (a crash mid-write must not leave a marker that reads as none)."""
-        self._staged.write_text(json.dumps({"format": FORMAT, "database": database}))
-        self._staged.replace(self._marker)
-
-    def _bound_to(self) -> str | None:
-        """The identity of the database this index was built from (``nod_meta``'s instance)."""
-        database = self._marked().get("database")
-        return database if isinstance(database, str) else None
-
     def _indexed_max(self) -> int:
         self._opened().reload()
         searcher = self._opened().searcher()
@@ -142,6 +104,8 @@ class DerivedIndex(IndexReads):
         return int(found.hits[0][0]) if found.hits else 0
 
     def _acquire_writer(self) -> Any | None:
+        if self._closing.is_set():  # closed: the writer lock stays free for the next process
+            return self._writer
         if not self._writer_tried:
             self._writer_tried = True
             try:
@@ -162,20 +126,26 @@ class DerivedIndex(IndexReads):
         if self._watermark < snapshot:
             self._catch_up_soon()
         if split is not None:  # a later page: the first page's split, whatever the index holds now
+            if self._watermark < split <= self._watermark + INLINE_GAP:  # another worker answered page one
+                await self._catch_up_now()
             return await self._with_tail(thread_id, snapshot, split) if split <= self._watermark else None
         split = min(self._watermark, snapshot)
         answer = await self._with_tail(thread_id, snapshot, split)
         if answer is None and snapshot - self._watermark <= INLINE_GAP:
             # a busy thread (several workers appending to it): one commit now (~20 ms at a
             # million) is cheaper than the database's ranking (100-300 ms); an import is not waited for
-            # its own task, shielded: a cancelled search (a new message cancels the turn) never cuts a
-            # commit short, and a background catch-up still sleeping out its second is not waited for
-            inline = asyncio.create_task(self._catch_up_locked(), name="search-index-catch-up-inline")
-            self._inline.add(inline)
-            inline.add_done_callback(self._inline.discard)
-            await asyncio.shield(inline)
+            await self._catch_up_now()
             answer = await self._with_tail(thread_id, snapshot, min(self._watermark, snapshot))
         return answer
+
+    async def _catch_up_now(self) -> None:
+        """Catch up (or, read-only, re-read how far the writer got) before answering: in a task
+        of its own, shielded, so a cancelled search (a new message cancels the turn) never cuts
+        a commit short, and a background catch-up still sleeping out its pause is not waited for."""
+        inline = asyncio.create_task(self._catch_up_locked(), name="search-index-catch-up-inline")
+        self._inline.add(inline)
+        inline.add_done_callback(self._inline.discard)
+        await asyncio.shield(inline)
 
     async def _with_tail(self, thread_id: int, snapshot: int, split: int) -> tuple[Matcher, int] | None:
         """The index up to ``split`` and the thread's messages after it; None past TAIL_LIMIT."""
@@ -184,8 +154,8 @@ class DerivedIndex(IndexReads):
         rows, before = await thread_reads.tail(self._engine, thread_id, split, snapshot, TAIL_LIMIT + 1)
         if len(rows) > TAIL_LIMIT:  # too many to match here
             return None
-        if len(rows) > TAIL_LIMIT // 2:  # a busy thread: catch up now, before a search must wait for it
-            self._catch_up_in_background()
+        if len(rows) > TAIL_LIMIT // 2:  # a busy thread: the next catch-up starts now, not at its second
+            self._wake.set()
         first_place = guarded(lambda: self.place_after(before)) if rows else 0
         return WithTail(self, split, tail_messages(rows, first_place)), split
 
@@ -207,12 +177,12 @@ class DerivedIndex(IndexReads):
 
     async def _catch_up_later(self) -> None:
         wait = self._caught_up_at + (self._every or 0.0) - time.monotonic()
-        if wait > 0:
-            try:
-                await asyncio.wait_for(self._closing.wait(), wait)
-                return  # closing: the next process catches up
-            except TimeoutError:
-                pass
+        if wait > 0 and not self._wake.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)
+        self._wake.clear()
+        if self._closing.is_set():  # the next process catches up
+            return
         await self._catch_up_locked()
         self._caught_up_at = time.monotonic()
 
@@ -253,7 +223,7 @@ class DerivedIndex(IndexReads):
         """True when the index belongs to the database as it is now; rebuilds it when not."""
         # the watermark as it was when read: a background catch-up may move it during the awaits,
         # and comparing the row read at one mark with the index's at another reads as a changed database
-        mark = self._watermark
+        mark, rebuilds = self._watermark, self._rebuilds
         async with self._engine.connect() as conn:
             found = (await conn.execute(index_feed.INSTANCE_AND_ROW, {"id": mark})).one()
             sample = await index_feed.sample(conn, mark, SAMPLE_SIZE) if self._sample_due() else None
@@ -262,20 +232,22 @@ class DerivedIndex(IndexReads):
         if self._database == instance and self._holds(row, mark) and (sample is None or self._holds_all(sample)):
             return True
         if self._acquire_writer() is None:  # another process writes it: re-read what it did, answer from the database
-            self._database = self._bound_to()
+            self._database = self._place.bound_to()
             self._watermark = await asyncio.to_thread(guarded, self._indexed_max)
             log.info("search_index_not_used reason=%s", "unbound" if self._database is None else "mismatch")
             return False
         if self._database is None and not self._watermark:  # a new index: bind it to this database
             self._database = instance
-            self._mark(instance)
+            self._place.mark(instance)
             return True
         reason = "another database" if self._database != instance else "the database changed"
         async with self._lock:
-            log.warning("search_index_rebuild reason=%s dir=%s", reason, self._directory)
-            await asyncio.to_thread(guarded, self._clear)
-            self._database = instance
-            self._mark(instance)
+            if self._rebuilds == rebuilds:  # not already rebuilt by a search that saw the same
+                log.warning("search_index_rebuild reason=%s dir=%s", reason, self._directory)
+                await asyncio.to_thread(guarded, self._clear)
+                self._rebuilds += 1
+                self._database = instance
+                self._place.mark(instance)
         return True
 
     def _sample_due(self) -> bool:
@@ -337,14 +309,18 @@ class DerivedIndex(IndexReads):
     async def close(self) -> None:
         """Stop background work without cancelling it: a statement cancelled mid-way leaves
         aiosqlite's thread answering a closed loop, and a half-written batch rolled back.
-        A catch-up in progress finishes its batch (at most ``BATCH`` messages) and stops."""
+        A catch-up in progress finishes its batch (at most ``BATCH`` messages) and stops.
+        Never raises: tantivy failing here is logged and the process goes on stopping."""
         self._closing.set()
+        self._wake.set()
         if self._background is not None and not self._background.done():
             await asyncio.wait({self._background})
         async with self._lock:  # a warm-up or a search's own catch-up stops at its batch's end too
             if self._writer is not None:  # frees tantivy's writer lock for the next process
-                await asyncio.to_thread(guarded, self._writer.wait_merging_threads)
-                self._writer = None
+                writer, self._writer = self._writer, None
+                # a shutdown path never raises: nod run still stops its web server and tasks
+                with contextlib.suppress(IndexFailure):  # logged by guarded; the lock goes with the process
+                    await asyncio.to_thread(guarded, writer.wait_merging_threads)
 
     async def _catch_up(self) -> None:
         """Index every message up to the settled horizon (``core.storage.fence``): on PostgreSQL

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,96 @@ async def test_a_catch_up_landing_while_the_index_is_checked_is_not_read_as_a_ch
     assert index.watermark == second and not [r for r in caplog.records if "search_index_rebuild" in r.getMessage()]
     assert index.count(("harbour",), Scope(thread_id=thread, snapshot=second)) == 2
     await index.close()
+    await engine.dispose()
+
+
+async def test_two_searches_that_find_the_database_changed_rebuild_the_index_once(tmp_path: Path, caplog: Any) -> None:
+    """Both read the changed row before either takes the lock; the second used to empty the
+    index the first had just rebuilt and caught up."""
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    ids = [await _say(store, owner, n, f"harbour note {n}") for n in range(3)]
+    assert await index.ready_for(ids[-1])
+    async with engine.begin() as conn:  # the row at the watermark is not what the index holds (a restore)
+        await conn.execute(messages.update().where(messages.c.id == ids[-1]).values(text="harbour rewritten"))
+    thread = await store.active_thread(owner.id)
+    caplog.set_level(logging.INFO, logger="nod.history.index")
+    await asyncio.gather(index.view(thread, ids[-1]), index.view(thread, ids[-1]))
+    assert len([r for r in caplog.records if "search_index_rebuild" in r.getMessage()]) == 1
+    assert await index.ready_for(ids[-1]) and index.count(("harbour",), Scope(thread, ids[-1])) == 3
+    await index.close()
+    await engine.dispose()
+
+
+async def test_nothing_reopens_the_writer_after_close_so_the_next_process_can_write(tmp_path: Path) -> None:
+    engine, owner, store, db = await _setup(tmp_path)
+    await _say(store, owner, 0, "the harbour at dawn")
+    closing = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    await closing.close()  # stopping before its warm-up had opened the writer
+    later = await _say(store, owner, 1, "the harbour at dusk")
+    await closing.warm()  # that warm-up, or a search still running in the old process
+    assert not await closing.ready_for(later)
+    successor = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    assert await successor.ready_for(later) and successor.watermark == later  # it holds the writer lock
+    await successor.close()
+    await engine.dispose()
+
+
+async def test_a_later_page_on_an_index_behind_the_first_page_s_split_catches_up_instead_of_falling_back(
+        tmp_path: Path) -> None:
+    """Workers behind a load balancer: page one answered by a worker whose index held more;
+    this one catches up to the cursor's split rather than page on in another order."""
+    engine, owner, store, db = await _setup(tmp_path)
+    ids = [await _say(store, owner, n, f"harbour note {n}") for n in range(30)]
+    ahead = DerivedIndex(tmp_path / "worker-a", engine, catch_up_every=None)
+    assert await ahead.ready_for(ids[-1])
+    first = await history_search(engine, store, ahead).search(owner, {"query": "harbour", "limit": 10})
+    behind = DerivedIndex(tmp_path / "worker-b", engine, catch_up_every=None)  # its own, empty index
+    thread = await store.active_thread(owner.id)
+    assert (await behind.view(thread, ids[-1], split=ids[-1])) is not None and behind.watermark == ids[-1]
+    second = await history_search(engine, store, behind).search(
+        owner, {"query": "harbour", "limit": 10, "cursor": first["nextCursor"]})
+    assert not {r["id"] for r in first["results"]} & {r["id"] for r in second["results"]}
+    await ahead.close()
+    await behind.close()
+    await engine.dispose()
+
+
+async def test_a_half_full_tail_ends_the_background_catch_up_s_pause(tmp_path: Path) -> None:
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=3600.0)
+    first = await _say(store, owner, 0, "the harbour at dawn")
+    assert await index.ready_for(first)
+    thread = await store.active_thread(owner.id)
+    one = await _say(store, owner, 1, "one harbour note")
+    assert await index.view(thread, one) is not None
+    await index.caught_up()  # the first background catch-up runs at once; the next waits an hour
+    assert index.watermark == one
+    busy = [await _say(store, owner, n, f"harbour note {n}") for n in range(2, 140)]  # past half the tail
+    assert await index.view(thread, busy[-1]) is not None
+    async with asyncio.timeout(10):
+        await index.caught_up()  # would wait an hour without the wake-up
+    assert index.watermark == busy[-1]
+    await index.close()
+    await engine.dispose()
+
+
+async def test_closing_never_raises_when_tantivy_fails_to_let_go_of_its_writer(tmp_path: Path, caplog: Any) -> None:
+    """nod run closes the index in a finally before stopping its web server: a raise there
+    skipped the rest of the shutdown."""
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    assert await index.ready_for(await _say(store, owner, 0, "the harbour at dawn"))
+    real = index._writer
+
+    class Failing:  # tantivy's writer whose merge threads panicked
+        def wait_merging_threads(self) -> None:
+            raise RuntimeError("merge thread panicked")
+
+    index._writer = Failing()
+    await index.close()
+    assert any("search_index_failed" in r.getMessage() for r in caplog.records)
+    real.wait_merging_threads()
     await engine.dispose()
 
 
