@@ -335,7 +335,6 @@ class DerivedIndex(IndexReads):
                 if not rows:
                     break
                 await asyncio.to_thread(guarded, partial(self._add, rows))
-                self._watermark = int(rows[-1].id)
                 added += len(rows)
         if added:
             log.info("search_index_caught_up added=%s watermark=%s", added, self._watermark)
@@ -348,6 +347,9 @@ class DerivedIndex(IndexReads):
         except BaseException:
             writer.rollback()  # nothing half-added stays behind; the watermark did not move
             raise
+        # moved here, in the thread, as the commit lands: a cancelled await of this call must not
+        # leave a committed batch behind an unmoved watermark (the next catch-up would add it twice)
+        self._watermark = int(rows[-1].id)
         self._opened().reload()
         self._places.update(places)
 

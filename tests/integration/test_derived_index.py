@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -285,6 +286,41 @@ async def test_closing_never_raises_when_tantivy_fails_to_let_go_of_its_writer(t
     await index.close()
     assert any("search_index_failed" in r.getMessage() for r in caplog.records)
     real.wait_merging_threads()
+    await engine.dispose()
+
+
+async def test_a_search_cancelled_while_its_catch_up_commits_leaves_no_message_indexed_twice(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """A new message cancels the turn, and with it the search; its catch-up was committing.
+    Cut short there, the batch stayed committed behind an unmoved watermark and the next
+    catch-up added it again (found in review)."""
+    monkeypatch.setattr("core.history.derived.TAIL_LIMIT", 8)
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    assert await index.ready_for(await _say(store, owner, 0, "the harbour at dawn"))
+    thread = await store.active_thread(owner.id)
+    busy = [await _say(store, owner, n, f"harbour note {n}") for n in range(1, 20)]  # past the tail: caught up first
+    loop = asyncio.get_running_loop()
+    real = index._writer
+
+    class CancelsTheSearchAsItCommits:  # tantivy's writer, watched: the cancel lands while the commit returns
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def commit(self) -> Any:
+            done = real.commit()
+            loop.call_soon_threadsafe(searching.cancel)
+            return done
+
+    index._writer = CancelsTheSearchAsItCommits()
+    searching = asyncio.create_task(index.view(thread, busy[-1]))
+    with pytest.raises(asyncio.CancelledError):
+        await searching
+    index._writer = real
+    assert await index.view(thread, busy[-1]) is not None  # the next search catches up from the watermark
+    assert index.watermark == busy[-1]
+    assert index.count(("harbour",), Scope(thread, busy[-1])) == 20
+    await index.close()
     await engine.dispose()
 
 
