@@ -231,6 +231,8 @@ class DerivedIndex(IndexReads):
         row = found if mark and found.id is not None else None
         if self._database == instance and self._holds(row, mark) and (sample is None or self._holds_all(sample)):
             return True
+        if self._closing.is_set():  # shutting down: nothing to report, the next process checks again
+            return False
         if self._acquire_writer() is None:  # another process writes it: re-read what it did, answer from the database
             self._database = self._place.bound_to()
             self._watermark = await asyncio.to_thread(guarded, self._indexed_max)

@@ -217,7 +217,11 @@ async def test_two_searches_that_find_the_database_changed_rebuild_the_index_onc
     await engine.dispose()
 
 
-async def test_nothing_reopens_the_writer_after_close_so_the_next_process_can_write(tmp_path: Path) -> None:
+async def test_nothing_reopens_the_writer_after_close_so_the_next_process_can_write(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """...and a search that runs on after close() says nothing: `nod run` stopping with one
+    sentence (a refused token) must not print a warm-up's 'index not used' beside it."""
+    caplog.set_level(logging.INFO, logger="nod.history.index")
     engine, owner, store, db = await _setup(tmp_path)
     await _say(store, owner, 0, "the harbour at dawn")
     closing = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
@@ -225,6 +229,7 @@ async def test_nothing_reopens_the_writer_after_close_so_the_next_process_can_wr
     later = await _say(store, owner, 1, "the harbour at dusk")
     await closing.warm()  # that warm-up, or a search still running in the old process
     assert not await closing.ready_for(later)
+    assert not [r for r in caplog.records if "search_index_not_used" in r.getMessage()]
     successor = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
     assert await successor.ready_for(later) and successor.watermark == later  # it holds the writer lock
     await successor.close()
