@@ -55,7 +55,8 @@ def schema_of_documents() -> Any:
     builder.add_integer_field("thread", stored=False, indexed=True, fast=True)
     builder.add_integer_field("sent", stored=False, indexed=True, fast=True)
     builder.add_integer_field("digest", stored=False, indexed=False, fast=True)
-    builder.add_integer_field("seq", stored=False, indexed=False, fast=True)  # place among the thread's messages
+    # place among the thread's messages; indexed: a match's previous message is found by it
+    builder.add_integer_field("seq", stored=False, indexed=True, fast=True)
     builder.add_integer_field("owner", stored=False, indexed=False, fast=True)  # 1: the owner's words
     builder.add_bytes_field("shape", stored=True)  # what re-ranking reads (ranking.shape_of)
     return builder.build()
@@ -81,8 +82,8 @@ def stemmed(text_: str) -> str:
     return " ".join(stem(w) for w in words(text_))
 
 
-def words_query(schema: Any, terms: Sequence[str], scope: Scope, own_words: bool = False) -> Any:
-    """Any of the words (own text, and context boosted lower unless ``own_words``) within the scope."""
+def _words(schema: Any, terms: Sequence[str], own_words: bool) -> Any:
+    """Any of the words in the text (and, unless ``own_words``, in the context, boosted lower)."""
     wanted = list(dict.fromkeys(stem(t) for t in terms))
     should = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", t)) for t in wanted]
     if not own_words:
@@ -91,7 +92,11 @@ def words_query(schema: Any, terms: Sequence[str], scope: Scope, own_words: bool
              tantivy.Query.boost_query(tantivy.Query.term_query(schema, "context", t), CONTEXT_WEIGHT))
             for t in wanted
         ]
-    words_query = tantivy.Query.boolean_query(should)
+    return tantivy.Query.boolean_query(should)
+
+
+def _within(schema: Any, scope: Scope) -> list[tuple[Any, Any]]:
+    """The scope as filters that add nothing to a score: the thread, the snapshot, the dates."""
     Integer = tantivy.FieldType.Integer
     filters = [
         tantivy.Query.term_query(schema, "thread", scope.thread_id),
@@ -102,9 +107,20 @@ def words_query(schema: Any, terms: Sequence[str], scope: Scope, own_words: bool
     for upper in (scope.end, scope.before):
         if upper is not None:
             filters.append(tantivy.Query.range_query(schema, "sent", Integer, None, micros(upper), include_upper=False))
-    clauses = [(tantivy.Occur.Must, words_query)]
-    clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
-    return tantivy.Query.boolean_query(clauses)
+    return [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
+
+
+def words_query(schema: Any, terms: Sequence[str], scope: Scope, own_words: bool = False) -> Any:
+    """Any of the words (own text, and context boosted lower unless ``own_words``) within the scope."""
+    return tantivy.Query.boolean_query([(tantivy.Occur.Must, _words(schema, terms, own_words)), *_within(schema, scope)])
+
+
+def places_query(schema: Any, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> Any:
+    """The scope's messages at ``places`` in its thread, matching the words or not: those that
+    match score above zero (a word's BM25 is positive), the others zero."""
+    at = tantivy.Query.const_score_query(tantivy.Query.term_set_query(schema, "seq", list(places)), 0.0)
+    return tantivy.Query.boolean_query([
+        (tantivy.Occur.Should, _words(schema, terms, False)), (tantivy.Occur.Must, at), *_within(schema, scope)])
 
 
 def read_hits(searcher: Any, chosen: Sequence[tuple[float, int, Any]]) -> list[Hit]:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import tantivy
 
 from core.errors import IndexFailure
-from core.history.documents import frequencies_of, read_hits, top_hits, words_query
+from core.history.documents import frequencies_of, places_query, read_hits, top_hits, words_query
 from core.history.scope import Hit, Scope
 
 log = logging.getLogger("nod.history.index")
@@ -96,6 +96,21 @@ class IndexReads:
             (tantivy.Occur.Must, self._query(terms, scope)), (tantivy.Occur.Must, among)])
         found = searcher.search(query, len(ids), count=False)
         return {int(i) for i in searcher.fast_field_values("id", [address for _, address in found.hits])}
+
+    async def at_places(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]:
+        return guarded(lambda: self.placed_hits(terms, scope, places))
+
+    def placed_hits(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]:
+        """The scope's messages at ``places`` in its thread (``seq``), each with whether it
+        matches the words: one search, no round trip to the database."""
+        if not places:
+            return []
+        searcher = self._opened().searcher()
+        found = searcher.search(places_query(self._schema, terms, scope, places), len(places), count=False)
+        addresses = [address for _, address in found.hits]
+        ids = searcher.fast_field_values("id", addresses)
+        chosen = [(float(score), int(i), address) for (score, address), i in zip(found.hits, ids, strict=True)]
+        return [(hit, score > 0) for hit, (score, _, _) in zip(read_hits(searcher, chosen), chosen, strict=True)]
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The indexed documents and each stem's document frequency, text or context (in memory)."""

@@ -19,13 +19,22 @@ shows them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from core.history.scope import Hit, Matcher, Scope
 from core.message import StoredMessage
 from core.ports import Messages
 
 PRECEDING_FROM = 10  # the best matches (backend order) whose previous message may join
+
+
+@runtime_checkable
+class Placed(Protocol):
+    """A matcher that finds a thread's messages by their places (the derived index)."""
+
+    async def at_places(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]:
+        """The scope's messages at ``places``, each with whether it matches the words."""
+        ...
 
 
 class Neighbours(Protocol):
@@ -47,14 +56,27 @@ async def preceding(
     database: Neighbours, messages: Messages, matcher: Matcher, scope: Scope, terms: Sequence[str],
     hits: Sequence[Hit],
 ) -> list[Hit]:
-    """Hits for the messages just before the best ``hits`` that match no query word.
+    """Hits for the messages just before the best ``hits`` that match no query word, by id.
 
     Each carries its place (``seq``) one before its match's when the match knows its own,
-    so re-ranking finds the pair adjacent without asking the database again.
+    so re-ranking finds the pair adjacent without asking the database again. The derived
+    index answers this from its own fields (no round trip); the database's index by
+    neighbours, a match test and the rows.
     """
     best = hits[:PRECEDING_FROM]
-    near = await database.neighbours(scope.thread_id, [h.id for h in best], 1)
     held = {h.id for h in hits}
+    if isinstance(matcher, Placed) and all(h.seq is not None for h in best):
+        places = sorted({h.seq - 1 for h in best if h.seq})  # place 0 has none before it
+        found = await matcher.at_places(terms, scope, places)
+        return sorted((hit for hit, matches in found if not matches and hit.id not in held), key=lambda h: h.id)
+    return await _from_database(database, messages, matcher, scope, terms, best, held)
+
+
+async def _from_database(
+    database: Neighbours, messages: Messages, matcher: Matcher, scope: Scope, terms: Sequence[str],
+    best: Sequence[Hit], held: set[int],
+) -> list[Hit]:
+    near = await database.neighbours(scope.thread_id, [h.id for h in best], 1)
     before: dict[int, Hit] = {}
     for hit in best:
         found = near.get(hit.id, (None,))[0]

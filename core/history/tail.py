@@ -40,6 +40,8 @@ class Indexed(Protocol):
 
     async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]: ...
 
+    async def at_places(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]: ...
+
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]: ...
 
 
@@ -57,8 +59,10 @@ class TailMessage:
 
     def matches(self, wanted: frozenset[str], scope: Scope, own_words: bool) -> bool:
         """As documents.words_query: a word in the text (or the context), within the dates."""
-        if not (wanted & self.own or (not own_words and wanted & self.context)):
-            return False
+        return bool(wanted & self.own or (not own_words and wanted & self.context)) and self.within(scope)
+
+    def within(self, scope: Scope) -> bool:
+        """Within the scope's dates (the thread and snapshot are the caller's to test)."""
         sent = micros(self.sent_at)
         if scope.start is not None and sent < micros(scope.start):
             return False
@@ -124,6 +128,15 @@ class WithTail:
         tail = {m.id for m in self._matching(terms, scope)} & set(ids)
         indexed = [i for i in ids if i <= self._split]
         return tail | await self._index.which_match(terms, self._upto(scope), indexed)
+
+    async def at_places(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]:
+        """As the index's: the tail's messages at ``places`` here, the others from the index."""
+        wanted = frozenset(stem(t) for t in terms)
+        tail = {m.seq: m for m in self._tail if m.id <= scope.snapshot and m.within(scope)}
+        found = [(tail[p].hit(), tail[p].matches(wanted, scope, False)) for p in places if p in tail]
+        first = min((m.seq for m in self._tail), default=None)
+        rest = [p for p in places if first is None or p < first]
+        return found + await self._index.at_places(terms, self._upto(scope), rest)
 
     async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The index's, with the tail's messages counted in as the index will count them
