@@ -350,9 +350,13 @@ class DerivedIndex(IndexReads):
             writer.rollback()  # nothing half-added stays behind; the watermark did not move
             raise
         # moved here, in the thread, as the commit lands: a cancelled await of this call must not
-        # leave a committed batch behind an unmoved watermark (the next catch-up would add it twice)
-        self._watermark = int(rows[-1].id)
-        self._opened().reload()
+        # leave a committed batch behind an unmoved watermark (the next catch-up would add it twice).
+        # After the reload: a search checking the index meanwhile (on the event loop) reads the
+        # watermark's document from the searcher, and one not yet there read as a changed database
+        try:
+            self._opened().reload()
+        finally:
+            self._watermark = int(rows[-1].id)
         self._places.update(places)
 
     def _next_place(self, thread_id: int) -> int:

@@ -427,3 +427,37 @@ async def test_the_tail_read_from_the_database_ranks_exactly_as_the_index_would(
     for index in (full, empty, half):
         await index.close()
     await engine.dispose()
+
+
+class _ReloadSpy:
+    """tantivy's index, telling whether the watermark already named a document the searcher
+    could not yet see when the reader reloads (a search checking the index then rebuilt it)."""
+
+    def __init__(self, real: Any, derived: DerivedIndex) -> None:
+        self._real, self._derived, self.unseen = real, derived, []
+
+    def reload(self) -> None:
+        mark = self._derived._watermark
+        self.unseen.append(mark and self._derived.field_at(mark, "digest") is None)
+        self._real.reload()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+async def test_the_watermark_moves_only_once_the_searcher_holds_its_document(tmp_path: Path) -> None:
+    """Several workers saw ``search_index_rebuild reason=the database changed`` for no change:
+    the watermark moved before the reader reloaded, and a search checking the index in
+    between found no document at it."""
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    await _say(store, owner, 1, "first ferry")
+    await index.warm()
+    spy = _ReloadSpy(index._opened(), index)
+    index._index = spy
+    for n in range(2, 5):
+        await _say(store, owner, n, f"ferry {n}")
+        await index.warm()
+    assert len(spy.unseen) == 3 and not any(spy.unseen)
+    await index.close()
+    await engine.dispose()
