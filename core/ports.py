@@ -115,9 +115,16 @@ class Conversation(Protocol):
 class SearchIndex(Protocol):
     """A faster index kept beside the database; it says per search what may answer."""
 
-    async def view(self, thread_id: int, snapshot: int, split: int | None = None) -> tuple[Matcher, int] | None:
+    async def usable(self) -> bool:
+        """Whether the index may answer now (built from this database as it is; rebuilt when
+        not). A search runs it beside its read of the current thread: both are round trips."""
+        ...
+
+    async def view(
+        self, thread_id: int, snapshot: int, split: int | None = None, checked: bool = False
+    ) -> tuple[Matcher, int] | None:
         """A Matcher for the thread up to ``snapshot`` and the split its cursors keep; None
-        when the database's own index must answer."""
+        when the database's own index must answer. ``checked``: ``usable`` just said so."""
         ...
 
 

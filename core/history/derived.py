@@ -114,14 +114,17 @@ class DerivedIndex(IndexReads):
                 log.info("search_index_read_only reason=%s", exc)
         return self._writer
 
-    async def view(self, thread_id: int, snapshot: int, split: int | None = None) -> tuple[Matcher, int] | None:
+    async def view(
+        self, thread_id: int, snapshot: int, split: int | None = None, checked: bool = False
+    ) -> tuple[Matcher, int] | None:
         """What answers a search of ``thread_id`` up to ``snapshot``, and the split to keep in
         its cursors: the index up to the id it holds (or the cursor's ``split``) and the
         thread's newer messages from the database (core.history.tail); None when the
         database's own index must answer. Waits for a commit only when the thread has more
         unindexed messages than the tail holds; otherwise a catch-up starts in the background.
+        ``checked``: the caller has just had True from ``usable`` (it ran beside another read).
         """
-        if not await self._usable():
+        if not checked and not await self.usable():
             return None
         if self._watermark < snapshot:
             self._catch_up_soon()
@@ -159,7 +162,7 @@ class DerivedIndex(IndexReads):
         first_place = guarded(lambda: self.place_after(before)) if rows else 0
         return WithTail(self, split, tail_messages(rows, first_place)), split
 
-    async def _usable(self) -> bool:
+    async def usable(self) -> bool:
         """Opened, and built from this database as it is now (rebuilt here when not)."""
         try:
             self._opened()
@@ -201,7 +204,7 @@ class DerivedIndex(IndexReads):
         the search; a large one (a rebuild, a first start) in the background, while the
         database's own index answers. Searches use ``view``, which never waits for this.
         """
-        if not await self._usable():
+        if not await self.usable():
             return False
         try:
             if self._watermark >= snapshot:

@@ -11,6 +11,7 @@ after it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -61,23 +62,28 @@ class HistorySearch:
         self._keys = keys
         self._index = index
 
-    async def _matcher(self, terms: QueryTerms | None, scope: Scope, cursor: Cursor | None) -> tuple[Matcher, int | None]:
+    async def _index_usable(self, terms: QueryTerms | None) -> bool:
+        """Whether the derived index may answer a word search (its check is a round trip of
+        its own, run beside the read of the current thread)."""
+        return terms is not None and self._index is not None and await self._index.usable()
+
+    async def _matcher(self, usable: bool, scope: Scope, cursor: Cursor | None) -> tuple[Matcher, int | None]:
         """The derived index (with the thread's newest messages from the database) and how
         far it answers, else the database's own index and None. Later pages keep the first
         page's answer: the cursor says which it was."""
-        if terms is None or self._index is None or (cursor is not None and cursor.split is None):
+        if not usable or self._index is None or (cursor is not None and cursor.split is None):
             return self._database, None
-        view = await self._index.view(scope.thread_id, scope.snapshot, cursor.split if cursor else None)
+        view = await self._index.view(scope.thread_id, scope.snapshot, cursor.split if cursor else None, checked=True)
         return view if view is not None else (self._database, None)
 
     async def search(self, owner: Owner, args: dict[str, Any]) -> dict[str, Any]:
         """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
         request = parse_request(args, owner.zone)
-        found = await self._database.current(owner.id)
+        terms = self._terms(owner, request) if request.around is None else None
+        found, usable = await asyncio.gather(self._database.current(owner.id), self._index_usable(terms))
         thread_id, last = found if found else (await self._messages.active_thread(owner.id), 0)
         if request.around is not None:
             return await self._around(owner, thread_id, request.around)
-        terms = self._terms(owner, request)
         search_print = fingerprint({
             "owner": owner.id, "thread": thread_id, "terms": terms.terms if terms else None,
             "from": request.start, "to": request.end, "before": request.before, "order": request.order.value,
@@ -86,7 +92,7 @@ class HistorySearch:
         cursor = decode(request.cursor, search_print, key) if request.cursor else None
         snap = cursor.snapshot if cursor else last
         scope = Scope(thread_id, snap, request.start, request.end, request.before)
-        matcher, split = await self._matcher(terms, scope, cursor)
+        matcher, split = await self._matcher(usable, scope, cursor)
         offset, added = (cursor.offset, cursor.added) if cursor else (0, 0)
         try:
             page = await self._page(matcher, scope, request, terms, owner, offset, added)

@@ -80,6 +80,29 @@ async def test_a_replaced_database_rebuilds_its_index_and_shows_no_other_owners_
     await engine.dispose()
 
 
+async def test_a_replaced_database_whose_ids_mean_other_messages_is_never_searched_through_the_old_index(
+    tmp_path: Path,
+) -> None:
+    """The same ids, other texts: an index trusted without its check would list message 1
+    (which held the word in the old database) and miss message 4."""
+    db = tmp_path / "nod.db"
+    engine, store, search = await _open(db)
+    ana = await OwnerStore(engine).add("ana", "UTC", (), T0)
+    said = await _say(store, ana, ["lighthouse at dawn", "harbour walk", "rain again", "quiet evening"])
+    index = DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine)
+    assert index is not None and await index.ready_for(said[-1]) and index.watermark == 4
+    await index.close()
+    await engine.dispose()
+    _remove(db)  # the database goes; nod.db.search/ stays, holding ids 1-4
+    engine, store, search = await _open(db)
+    bo = await OwnerStore(engine).add("bo", "UTC", (), T0)
+    await _say(store, bo, ["tea at noon", "bread", "jam", "lighthouse keys"])
+    answer = await search.search(bo, {"query": "lighthouse"})
+    assert answer["results"][0]["text"] == "lighthouse keys"
+    assert not {"tea at noon", "bread"} & {r["text"] for r in answer["results"]}
+    await engine.dispose()
+
+
 async def test_a_database_restored_from_a_backup_is_caught_by_the_digest_of_its_last_row(tmp_path: Path) -> None:
     db = tmp_path / "nod.db"
     engine, store, search = await _open(db)
