@@ -86,7 +86,7 @@ async def test_a_replaced_database_whose_ids_mean_other_messages_is_never_search
     """The same ids, other texts: an index trusted without its check would list message 1
     (which held the word in the old database) and miss message 4."""
     db = tmp_path / "nod.db"
-    engine, store, search = await _open(db)
+    engine, store, _ = await _open(db)  # the index is caught up by hand below, not by a search
     ana = await OwnerStore(engine).add("ana", "UTC", (), T0)
     said = await _say(store, ana, ["lighthouse at dawn", "harbour walk", "rain again", "quiet evening"])
     index = DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine)
