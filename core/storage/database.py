@@ -33,6 +33,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from core.errors import ConfigError, StorageError
+from core.storage import sqlite_dialect
 
 DEFAULT_URL = "sqlite+aiosqlite:///nod.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -143,11 +144,17 @@ async def writing(engine: AsyncEngine, single_statement: bool = False) -> AsyncI
 
 
 def sqlite_file(url: str) -> Path | None:
-    """The database file behind a SQLite URL, or None (PostgreSQL, in-memory)."""
-    prefix = "sqlite+aiosqlite:///"
-    if not url.startswith(prefix) or url.endswith(":memory:") or len(url) == len(prefix):
-        return None
-    return Path(url[len(prefix):].split("?", 1)[0])
+    """The database file behind a SQLite URL, or None (PostgreSQL, in-memory).
+
+    Both the URL operators write and an engine's own (``engine.url`` names the dialect in
+    use, core.storage.sqlite_dialect) are understood.
+    """
+    for prefix in ("sqlite+aiosqlite:///", f"{sqlite_dialect.DRIVER}:///"):
+        if url.startswith(prefix):
+            if url.endswith(":memory:") or len(url) == len(prefix):
+                return None
+            return Path(url[len(prefix):].split("?", 1)[0])
+    return None
 
 
 def describe(url: str, first: bool = False) -> str:
@@ -184,7 +191,9 @@ def create_engine(url: str = DEFAULT_URL, *, pool_size: int = 5) -> AsyncEngine:
         raise ConfigError(f"NOD_DATABASE_URL is not a database URL: {url!r}.") from exc
     driver = parsed.drivername
     if driver == "sqlite+aiosqlite":
-        engine = create_async_engine(parsed, pool_reset_on_return=None, hide_parameters=True)  # reads hold no transaction
+        sqlite_dialect.register()
+        engine = create_async_engine(  # reads hold no transaction: nothing to reset or roll back
+            parsed.set(drivername=sqlite_dialect.DRIVER), pool_reset_on_return=None, hide_parameters=True)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         path = sqlite_file(url)
