@@ -68,6 +68,7 @@ class DerivedIndex(IndexReads):
         self._caught_up_at = -(catch_up_every or 0.0)
         self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
         self._places: dict[int, int] = {}  # thread → the place its next message takes (``seq``)
+        self._last_indexed: dict[int, int] = {}  # see IndexReads: set before each commit, emptied with the index
 
     @property
     def directory(self) -> Path:
@@ -282,6 +283,7 @@ class DerivedIndex(IndexReads):
         self._opened().reload()
         self._watermark = 0
         self._places.clear()
+        self._last_indexed.clear()
 
     def _catch_up_in_background(self, later: bool = False) -> None:
         if not self._closing.is_set() and (self._background is None or self._background.done()):
@@ -376,6 +378,7 @@ class DerivedIndex(IndexReads):
             thread = int(row.thread_id)
             seq = places.get(thread, self._next_place(thread))
             places[thread] = seq + 1
+            self._last_indexed[thread] = int(row.id)  # before the commit shows it: a search keeps the filter
             writer.add_document(tantivy.Document(
                 text=stemmed(row.text), context=stemmed(row.context), id=int(row.id), thread=thread,
                 sent=micros(utc(row.sent_at)), digest=row_digest(row), seq=seq, owner=int(row.role == "owner"),

@@ -37,12 +37,21 @@ class IndexReads:
     """The read side of DerivedIndex; ``_opened`` gives the open tantivy index."""
 
     _schema: Any
+    # thread -> the highest id of it that this process indexed, set before the commit that
+    # shows it (core.history.derived): past it the index holds none of the thread's messages
+    _last_indexed: dict[int, int]
 
     def _opened(self) -> Any:
         raise NotImplementedError
 
+    def _bounded(self, scope: Scope) -> bool:
+        """Whether the snapshot must filter: unless the thread's last indexed message is known
+        and within it (a first page, caught up), the index may hold later ones."""
+        last = self._last_indexed.get(scope.thread_id)
+        return last is None or last > scope.snapshot
+
     def _query(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> Any:
-        return words_query(self._schema, terms, scope, own_words)
+        return words_query(self._schema, terms, scope, own_words, self._bounded(scope))
 
     def count(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
         return int(self._opened().searcher().search(self._query(terms, scope, own_words), 1, count=True).count)
@@ -106,7 +115,8 @@ class IndexReads:
         if not places:
             return []
         searcher = self._opened().searcher()
-        found = searcher.search(places_query(self._schema, terms, scope, places), len(places), count=False)
+        query = places_query(self._schema, terms, scope, places, self._bounded(scope))
+        found = searcher.search(query, len(places), count=False)
         addresses = [address for _, address in found.hits]
         ids = searcher.fast_field_values("id", addresses)
         chosen = [(float(score), int(i), address) for (score, address), i in zip(found.hits, ids, strict=True)]

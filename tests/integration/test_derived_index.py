@@ -92,6 +92,7 @@ async def test_an_index_of_another_format_is_rebuilt_from_the_database(tmp_path:
     assert (folder / "stale-file").exists()  # opened on first use, not when made
     assert index.watermark == 0 and not (folder / "stale-file").exists()
     assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    await index.close()  # its background catch-up, still pending, would open a connection after dispose
     await engine.dispose()
 
 
@@ -459,5 +460,25 @@ async def test_the_watermark_moves_only_once_the_searcher_holds_its_document(tmp
         await _say(store, owner, n, f"ferry {n}")
         await index.warm()
     assert len(spy.unseen) == 3 and not any(spy.unseen)
+    await index.close()
+    await engine.dispose()
+
+
+async def test_a_snapshot_below_the_thread_s_last_indexed_message_still_bounds_every_read(tmp_path: Path) -> None:
+    """The snapshot filter is left out only when the index holds none of the thread's messages
+    past it; an earlier snapshot (a later page, written meanwhile) still ends every read there."""
+    engine, owner, store, db = await _setup(tmp_path)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    ids = [await _say(store, owner, n, f"Harbour walk number {n}") for n in range(3)]
+    assert await index.ready_for(ids[-1])
+    thread = await store.active_thread(owner.id)
+    latest, earlier = Scope(thread, ids[-1]), Scope(thread, ids[1])
+    assert index.count(("harbour",), latest) == 3 and index.count(("harbour",), earlier) == 2
+    assert {h.id for h in await index.ranked(("harbour",), earlier, 10)} == set(ids[:2])
+    assert await index.newest(("harbour",), earlier, 10, 0) == [ids[1], ids[0]]
+    places = await index.at_places(("walk",), earlier, [0, 1, 2])
+    assert {hit.id for hit, _ in places} == set(ids[:2])
+    reader = DerivedIndex(db.with_name("nod.db.search"), engine)  # another process: knows no thread's last
+    assert await reader.ready_for(ids[-1]) and reader.count(("harbour",), earlier) == 2
     await index.close()
     await engine.dispose()
