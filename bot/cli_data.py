@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import sys
-from dataclasses import replace
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,6 +23,7 @@ from core.message import NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner
 from core.page.view import owners_sources
 from core.ports import Changed
+from core.storage.message_import import append_in_order
 from core.storage.message_store import IMPORT_BATCH
 from core.text import storable
 
@@ -99,12 +100,35 @@ def _bar(done: float, width: int = 30) -> str:
     return f"[{'#' * filled}{'·' * (width - filled)}] {min(100, int(done * 100)):>3}%"
 
 
-async def history_import(svc: Services, owner_name: str, path: Path, progress: TextIO) -> str:
-    """Import a JSON Lines file in batches; the next batch is parsed while the last one is stored.
+@dataclass
+class _Reading:
+    """Where an import is in its file: the next line's number and the bytes read so far."""
 
-    Batches are stored in order, one at a time: a bad line stops the import after the batches
-    before it are stored, as it always did.
-    """
+    handle: TextIO
+    owner: Owner
+    counted: bool  # count bytes (for the progress bar) only on a terminal
+    number: int = 0
+    read: int = 0
+
+    def next_batch(self) -> list[NewMessage]:
+        """Up to IMPORT_BATCH messages parsed from the next lines; [] at the end of the file.
+        Runs while the batch before is in SQLite's thread (core.storage.message_import)."""
+        batch: list[NewMessage] = []
+        for line in self.handle:
+            self.number += 1
+            self.read += len(line.encode("utf-8", "surrogatepass")) if self.counted else 0
+            if line.strip():
+                batch.append(_parse_line(self.number, line, self.owner.time_zone, self.owner.id))
+                if len(batch) >= IMPORT_BATCH:
+                    break
+        return batch
+
+
+async def history_import(svc: Services, owner_name: str, path: Path, progress: TextIO) -> str:
+    """Import a JSON Lines file in batches of IMPORT_BATCH, in order, each batch its own
+    transaction; lines are parsed while the batch before is being stored
+    (core.storage.message_import). A bad line stops the import after the batches before it
+    are stored."""
     owner = await svc.owners.by_name(owner_name)
     try:
         handle = path.open(encoding="utf-8")
@@ -112,28 +136,20 @@ async def history_import(svc: Services, owner_name: str, path: Path, progress: T
         raise InvalidInput(f"Cannot read {path}: {exc.strerror}.") from exc
     show = progress.isatty()
     total = max(path.stat().st_size, 1) if show else 1
-    added = seen = read = 0
-    batch: list[NewMessage] = []
-    storing: asyncio.Task[int] | None = None
-    try:
-        with handle:
-            for number, line in enumerate(handle, start=1):
-                read += len(line.encode("utf-8", "surrogatepass")) if show else 0
-                if not line.strip():
-                    continue
-                batch.append(_parse_line(number, line, owner.time_zone, owner.id))
-                if len(batch) >= IMPORT_BATCH:
-                    added += await storing if storing is not None else 0
-                    storing = asyncio.create_task(svc.messages.append_many(owner.id, batch))
-                    seen += len(batch)
-                    batch = []
-                    if show:
-                        progress.write(f"\r{_bar(read / total)} {seen:,} lines")
-                        progress.flush()
-    finally:
-        added += await storing if storing is not None else 0  # a bad line: what came before is stored
-    added += await svc.messages.append_many(owner.id, batch)
-    seen += len(batch)
+    reading = _Reading(handle, owner, show)
+    seen = 0
+
+    async def batches() -> AsyncIterator[list[NewMessage]]:
+        nonlocal seen
+        while batch := reading.next_batch():
+            seen += len(batch)
+            if show and len(batch) >= IMPORT_BATCH:
+                progress.write(f"\r{_bar(reading.read / total)} {seen:,} lines")
+                progress.flush()
+            yield batch
+
+    with handle:
+        added = await append_in_order(svc.messages, owner.id, batches())
     if show:
         progress.write(f"\r{_bar(1.0)} {seen:,} lines\n")
     return f"Imported {added:,} new messages of {seen:,} lines for {owner.name}."

@@ -17,27 +17,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import Clock
-from core.errors import InvalidInput
 from core.message import Appended, NewMessage, Role, StoredMessage, VoiceNote
-from core.secrets import contains_secret
 from core.storage import fence
 from core.storage.database import writing
+from core.storage.message_rows import KEY, insert_rows, insert_statement, row_values
 from core.storage.schema import messages, owners, threads
-from core.text import storable
 
 IMPORT_BATCH = 1_000
-EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
-LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 log = logging.getLogger("nod.messages")
 
 
@@ -63,44 +59,12 @@ def stored_message(row: Any) -> StoredMessage:
     )
 
 
-def _row_values(message: NewMessage, thread_id: int) -> dict[str, Any]:
-    if message.sent_at.tzinfo is None:
-        raise InvalidInput("A message's sent time needs a time zone.")
-    if not EARLIEST <= message.sent_at < LATEST:
-        raise InvalidInput("A message's sent time must be between the years 1900 and 2199.")
-    text = storable(message.text)
-    return {
-        "owner_id": message.owner_id,
-        "thread_id": thread_id,
-        "role": message.role.value,
-        "text": text,
-        "sent_at": message.sent_at,
-        "channel": message.channel,
-        "external_id": message.external_id,
-        "card_title": message.card_title,
-        "attachment": message.attachment,
-        "forwarded": message.forwarded,
-        "secret": contains_secret(text),
-        "origin": message.origin,
-        "address": message.address,
-        "awaiting": message.awaiting,
-        "voice": message.voice,
-        "voice_note": message.voice_note.to_json() if message.voice_note is not None else None,
-    }
-
-
 class MessageStore:
     def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
         self._engine = engine
         self._clock = clock
         self._statements: dict[tuple[str, bool], Any] = {}
         self._threaded: set[int] = set()  # owners seen with an active thread (a reset opens the next at once)
-
-    def _insert(self, conn: AsyncConnection) -> Any:
-        insert_for = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-        return insert_for(messages).on_conflict_do_nothing(
-            index_elements=["owner_id", "channel", "external_id"]
-        )
 
     @staticmethod
     def _active_thread_query(owner_id: Any) -> Any:  # an id, or a bind parameter for a built-once statement
@@ -151,7 +115,7 @@ class MessageStore:
         One statement in the usual case — the thread found by a subquery, the row returned
         by the insert — because this is what every webhook waits for before it is answered.
         """
-        values = _row_values(message, 0)
+        values = row_values(message, 0)
         if message.owner_id not in self._threaded:  # an owner who has a thread always has one
             await self.active_thread(message.owner_id)
             self._threaded.add(message.owner_id)
@@ -171,8 +135,7 @@ class MessageStore:
             if by_subquery:
                 thread = self._active_thread_query(bindparam("thread_owner")).scalar_subquery()
                 statement = statement.values(thread_id=thread)
-            statement = statement.on_conflict_do_nothing(
-                index_elements=["owner_id", "channel", "external_id"]).returning(*messages.c)
+            statement = statement.on_conflict_do_nothing(index_elements=list(KEY)).returning(*messages.c)
             self._statements[key] = statement
         return statement
 
@@ -208,7 +171,7 @@ class MessageStore:
         None comes back, so the reply is not sent. A restarted turn answers the messages
         before its own too: they were in its view.
         """
-        values = _row_values(reply, await self.active_thread(owner_id))
+        values = row_values(reply, await self.active_thread(owner_id))
         claim = self._claiming(request_id)
         async with writing(self._engine) as conn:
             await fence.enter(conn)
@@ -270,11 +233,11 @@ class MessageStore:
         transcript is a message of its own after the note's placeholder. Its external id
         makes a second transcription of the same note a no-op.
         """
-        values = _row_values(transcript, await self.active_thread(transcript.owner_id))
+        values = row_values(transcript, await self.active_thread(transcript.owner_id))
         retire = update(messages).where(messages.c.id == note_id).values(voice_note=None, awaiting=False)
         async with writing(self._engine) as conn:
             await fence.enter(conn)
-            row = (await conn.execute(self._insert(conn).values(**values).returning(*messages.c))).first()
+            row = (await conn.execute(insert_statement(conn).values(**values).returning(*messages.c))).first()
             if row is None:
                 row = (await conn.execute(select(messages).where(
                     messages.c.owner_id == transcript.owner_id, messages.c.channel == transcript.channel,
@@ -310,12 +273,12 @@ class MessageStore:
         if not batch:
             return 0
         thread_id = await self.active_thread(owner_id)
-        rows = [_row_values(m, thread_id) for m in batch]
-        async with writing(self._engine) as conn:
-            await fence.enter(conn)
-            result = await conn.execute(self._insert(conn).returning(messages.c.id), rows)
-            added = len(result.all())
-        log.info("messages_imported owner=%s new=%s lines=%s", owner_id, added, len(batch))
+        return await self.insert_rows(owner_id, [row_values(m, thread_id) for m in batch])
+
+    async def insert_rows(self, owner_id: int, rows: list[dict[str, Any]]) -> int:
+        """Store rows made by ``row_values`` all or none (core.storage.message_rows); how many were new."""
+        added = await insert_rows(self._engine, rows)
+        log.info("messages_imported owner=%s new=%s lines=%s", owner_id, added, len(rows))
         return added
 
     async def get(self, message_id: int) -> StoredMessage | None:
