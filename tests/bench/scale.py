@@ -15,13 +15,16 @@ one is skipped with a line saying so.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,7 +37,8 @@ from core.history.search import HistorySearch
 from core.message import NewMessage, Role
 from core.owner import Owner
 from core.storage.database import create_engine
-from core.storage.message_store import MessageStore
+from core.storage.message_import import append_in_order
+from core.storage.message_store import IMPORT_BATCH, MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from core.text import STOP_WORDS
@@ -43,7 +47,6 @@ START = datetime(2021, 1, 1, tzinfo=UTC)
 VOCABULARY = 60_000
 COMMON = 1_000
 SYLLABLES = [c + v for c in "bcdfghklmnprstvwz" for v in "aeiou"] + ["ar", "en", "ol", "us", "ith"]
-BATCH = 10_000
 
 
 @dataclass(frozen=True)
@@ -117,23 +120,48 @@ async def timed(batch: list[Query], run: Callable[[str], Awaitable[Any]]) -> dic
     return samples
 
 
+def _message(owner_id: int, texts: list[str], i: int) -> NewMessage:
+    return NewMessage(owner_id, Role.OWNER if i % 2 == 0 else Role.ASSISTANT, texts[i], "bench",
+                      START + timedelta(minutes=3 * i))
+
+
 async def load(url: str, texts: list[str]) -> tuple[Owner, HistorySearch, float, Any]:
-    """Import the thread through MessageStore.append_many; return the import rate."""
+    """Import the thread the way ``nod history import`` stores it (core.storage.message_import:
+    batches of IMPORT_BATCH in order, the next one prepared while SQLite stores the last);
+    return the import rate."""
     engine = create_engine(url)
     await migrate(engine)
     clock = SystemClock()
     owner = await OwnerStore(engine).add("Scale", "UTC", (), clock.now())
     store = MessageStore(engine, clock)
+
+    async def batches() -> AsyncIterator[list[NewMessage]]:
+        for first in range(0, len(texts), IMPORT_BATCH):
+            yield [_message(owner.id, texts, i) for i in range(first, min(first + IMPORT_BATCH, len(texts)))]
+
     began = time.perf_counter()
-    for first in range(0, len(texts), BATCH):
-        batch = [
-            NewMessage(owner.id, Role.OWNER if i % 2 == 0 else Role.ASSISTANT, texts[i], "bench",
-                       START + timedelta(minutes=3 * i))
-            for i in range(first, min(first + BATCH, len(texts)))
-        ]
-        await store.append_many(owner.id, batch)
+    await append_in_order(store, owner.id, batches())
     rate = len(texts) / (time.perf_counter() - began)
     return owner, history_search(engine, store), rate, engine
+
+
+def cli_import(texts: list[str], where: Path) -> str:
+    """``nod history import`` itself, a process of its own, on the same thread as JSON Lines:
+    lines per second from the command's start to its exit (start-up included)."""
+    lines = where / "thread.jsonl"
+    with lines.open("w") as out:
+        for i, words in enumerate(texts):
+            sent = (START + timedelta(minutes=3 * i)).isoformat()
+            out.write(json.dumps({"role": "owner" if i % 2 == 0 else "assistant", "text": words, "sent_at": sent}) + "\n")
+    env = {**os.environ, "NOD_DATABASE_URL": f"sqlite+aiosqlite:///{where / 'cli.db'}"}
+    nod = [sys.executable, "-m", "bot"]
+    subprocess.run([*nod, "owners", "add", "Scale"], env=env, check=True, capture_output=True)
+    began = time.perf_counter()
+    done = subprocess.run([*nod, "history", "import", "--owner", "Scale", str(lines)], env=env, capture_output=True, text=True)
+    took = time.perf_counter() - began
+    if done.returncode != 0:
+        return f"nod history import failed: {done.stderr.strip()}"
+    return f"nod history import (SQLite, its own process): {len(texts) / took:,.0f} lines/s ({took:.1f} s)"
 
 
 async def with_derived_index(url: str, engine: Any, rates: list[str], directory: Path | None = None) -> HistorySearch:
@@ -266,7 +294,8 @@ async def run_scale(size: int, query_count: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "scale.db"
         owner, search, rate, engine = await load(f"sqlite+aiosqlite:///{db}", texts)
-        rates = [f"Nod SQLite import: {rate:,.0f} messages/s"]
+        rates = [f"Nod SQLite import (as nod history import stores it): {rate:,.0f} messages/s",
+                 cli_import(texts, Path(tmp))]
         derived = await with_derived_index(f"sqlite+aiosqlite:///{db}", engine, rates)
         rows = await nod_rows("SQLite", derived, owner, batch)
         rows.append(("Nod SQLite FTS5 only, page 1", await timed(batch, lambda q: search.search(owner, {"query": q}))))
@@ -303,7 +332,7 @@ async def _postgres(url: str, texts: list[str], batch: list[Query], rates: list[
     db_url = await fresh_postgres_url()
     try:
         owner, search, rate, engine = await load(db_url, texts)
-        rates.append(f"Nod PostgreSQL import: {rate:,.0f} messages/s")
+        rates.append(f"Nod PostgreSQL import (as nod history import stores it): {rate:,.0f} messages/s")
         try:
             rows = await nod_rows("PostgreSQL tsvector", search, owner, batch)
             with tempfile.TemporaryDirectory() as where:
