@@ -26,11 +26,11 @@ from core.storage.message_store import MessageStore
 
 async def append_in_order(store: MessageStore, owner_id: int, batches: AsyncIterator[Sequence[NewMessage]]) -> int:
     """Store ``batches`` in the owner's active thread, in order; how many messages were new."""
-    thread_id = await store.active_thread(owner_id)
     added = 0
     inserting: asyncio.Task[int] | None = None
     try:
         async for batch in batches:  # read while the batch before is in SQLite's thread
+            thread_id = await store.active_thread(owner_id)  # each batch: a /reset meanwhile moves the rest
             rows = [row_values(m, thread_id) for m in batch]  # likewise
             if inserting is not None:
                 done, inserting = inserting, None

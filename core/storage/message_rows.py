@@ -92,8 +92,9 @@ def _value(value: Any, processor: Callable[[Any], Any] | None) -> Any:
 
 @lru_cache(maxsize=4)
 def _bound(dialect: Dialect, columns: tuple[str, ...]) -> tuple[Callable[[Any], Any] | None, ...]:
-    """Each column's bind processor for ``dialect`` (what SQLAlchemy itself applies)."""
-    return tuple(messages.c[name].type.bind_processor(dialect) for name in columns)
+    """Each column's bind processor for ``dialect``: its dialect's own type, as SQLAlchemy
+    applies it (the generic DateTime's would leave a datetime for sqlite3 to format)."""
+    return tuple(messages.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns)
 
 
 @lru_cache(maxsize=8)

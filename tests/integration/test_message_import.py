@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -45,9 +46,13 @@ async def test_an_import_stores_every_column_as_a_single_append_does(engine: Asy
         {"address": "+351 912 345 678", "awaiting": True},
     ]
     texts = ["plain words", "my card is 4111 1111 1111 1111", "a\x00b and \ud800", "ok 😀", "Ünïcödé"]
+    def said(owner: int, n: int, words: str, extra: dict[str, object]) -> NewMessage:
+        message = _message(owner, n, words, **extra)  # every other one on a whole second: no microseconds to print
+        return replace(message, sent_at=message.sent_at.replace(microsecond=0)) if n % 2 else message
+
     for n, (words, extra) in enumerate(zip(texts, variants, strict=True)):
-        await store.append(_message(one, n, words, **extra))
-    imported = [_message(other, n, words, **extra) for n, (words, extra) in enumerate(zip(texts, variants, strict=True))]
+        await store.append(said(one, n, words, extra))
+    imported = [said(other, n, words, extra) for n, (words, extra) in enumerate(zip(texts, variants, strict=True))]
     assert await append_in_order(store, other, _batches(imported[:2], imported[2:])) == 5
     columns = [c for c in messages.c if c.name not in ("id", "owner_id", "thread_id")]
     async with engine.connect() as conn:
@@ -94,3 +99,16 @@ async def test_a_batch_larger_than_one_statement_is_still_all_or_nothing(engine:
     with pytest.raises(Exception):  # noqa: B017, PT011 - the driver's own IntegrityError, per backend
         await store.insert_rows(owner, fresh)
     assert await store.count(owner) == 2_600
+
+
+async def test_a_reset_during_an_import_sends_the_rest_to_the_new_conversation(engine: AsyncEngine) -> None:
+    owner = (await OwnerStore(engine).add("ana", "UTC", (), T0)).id
+    store = MessageStore(engine, FixedClock(T0))
+
+    async def resetting() -> AsyncIterator[Sequence[NewMessage]]:
+        yield [_message(owner, 0, "before the reset")]
+        await store.reset_thread(owner)  # the owner sends /reset while the file is read
+        yield [_message(owner, 1, "after the reset")]
+
+    assert await append_in_order(store, owner, resetting()) == 2
+    assert [m.text for m in await store.recent(owner, 10)] == ["after the reset"]  # the active thread's only
