@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import InvalidInput
 from core.message import NewMessage
@@ -65,15 +65,17 @@ def row_values(message: NewMessage, thread_id: int) -> dict[str, Any]:
     }
 
 
-def insert_statement(conn: AsyncConnection) -> Any:
+def insert_statement(dialect_name: str) -> Any:
     """INSERT into messages that skips a message already stored under the same KEY."""
-    insert_for = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    insert_for = pg_insert if dialect_name == "postgresql" else sqlite_insert
     return insert_for(messages).on_conflict_do_nothing(index_elements=list(KEY))
 
 
 async def insert_rows(engine: AsyncEngine, rows: Sequence[dict[str, Any]]) -> int:
     """Store rows made by ``row_values``, all or none; how many were new."""
-    fits = 0 < len(rows) <= engine.dialect.insertmanyvalues_page_size and len(rows) * len(rows[0]) <= SQLITE_MAX_PARAMETERS
+    if not rows:
+        return 0
+    fits = len(rows) <= engine.dialect.insertmanyvalues_page_size and len(rows) * len(rows[0]) <= SQLITE_MAX_PARAMETERS
     one_statement = engine.dialect.name == "sqlite" and fits
     async with writing(engine, single_statement=one_statement) as conn:
         if one_statement:
@@ -82,7 +84,7 @@ async def insert_rows(engine: AsyncEngine, rows: Sequence[dict[str, Any]]) -> in
             values = tuple(_value(row[c], p) for row in rows for c, p in bound)
             return len((await conn.exec_driver_sql(_sqlite_sql(columns, len(rows)), values)).all())
         await fence.enter(conn)
-        result = await conn.execute(insert_statement(conn).returning(messages.c.id), list(rows))
+        result = await conn.execute(insert_statement(conn.dialect.name).returning(messages.c.id), list(rows))
         return len(result.all())
 
 

@@ -21,8 +21,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -30,7 +28,7 @@ from core.clock import Clock
 from core.message import Appended, NewMessage, Role, StoredMessage, VoiceNote
 from core.storage import fence
 from core.storage.database import writing
-from core.storage.message_rows import KEY, insert_rows, insert_statement, row_values
+from core.storage.message_rows import insert_rows, insert_statement, row_values
 from core.storage.schema import messages, owners, threads
 
 IMPORT_BATCH = 1_000
@@ -130,12 +128,11 @@ class MessageStore:
         key = (self._engine.dialect.name, by_subquery)
         statement = self._statements.get(key)
         if statement is None:
-            insert_for = pg_insert if key[0] == "postgresql" else sqlite_insert
-            statement = insert_for(messages)
+            statement = insert_statement(key[0])
             if by_subquery:
                 thread = self._active_thread_query(bindparam("thread_owner")).scalar_subquery()
                 statement = statement.values(thread_id=thread)
-            statement = statement.on_conflict_do_nothing(index_elements=list(KEY)).returning(*messages.c)
+            statement = statement.returning(*messages.c)
             self._statements[key] = statement
         return statement
 
@@ -237,7 +234,7 @@ class MessageStore:
         retire = update(messages).where(messages.c.id == note_id).values(voice_note=None, awaiting=False)
         async with writing(self._engine) as conn:
             await fence.enter(conn)
-            row = (await conn.execute(insert_statement(conn).values(**values).returning(*messages.c))).first()
+            row = (await conn.execute(insert_statement(conn.dialect.name).values(**values).returning(*messages.c))).first()
             if row is None:
                 row = (await conn.execute(select(messages).where(
                     messages.c.owner_id == transcript.owner_id, messages.c.channel == transcript.channel,
