@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -23,7 +22,7 @@ from core.message import NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner
 from core.page.view import owners_sources
 from core.ports import Changed
-from core.storage.message_import import append_in_order
+from core.storage.message_import import append_in_order, line_key
 from core.storage.message_store import IMPORT_BATCH
 from core.text import storable
 
@@ -90,7 +89,7 @@ def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> NewMes
         sent_at = sent_at.replace(tzinfo=ZoneInfo(zone_name))
     external = data.get("id")
     if external is None:  # a stable id makes re-running the same file a no-op
-        external = "sha1:" + hashlib.sha1(line.strip().encode()).hexdigest()
+        external = line_key(line, sent_at)
     return NewMessage(owner_id, role, text, IMPORT_CHANNEL, sent_at, str(external))
 
 

@@ -12,16 +12,44 @@ Batches stay in order and one at a time in the database: a batch's transaction b
 only after the one before it committed. When reading fails (a bad line), the batch being
 inserted still commits and nothing after it is stored: what came before the bad line is
 kept whole, batch by batch, as before.
+
+A line without an id of its own is keyed by its time and its content (``line_key``), so
+running the same file again stores nothing twice. The time comes first because the key
+is in a unique index: content hashes alone land at random places in it, and at a
+million messages SQLite spent half of an import's time rewriting index pages scattered
+by them (60 s a million against 31 s for keys in file order). Keys made by earlier
+versions (the hash alone) are rewritten to this form by migration 11, from the stored
+time, so a file imported before still imports as a no-op.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
 
 from core.message import NewMessage
 from core.storage.message_rows import row_values
 from core.storage.message_store import MessageStore
+
+LINE_KEY_PREFIX = "line "
+LINE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # SQLite's stored form of a time; migration 11 reads it back
+
+
+def line_key(line: str, sent_at: datetime) -> str:
+    """The external id of an imported line that has none: its UTC time, then its SHA-1.
+
+    Stable for the same line (a re-import skips it) and in file order for a file in time
+    order. A line whose time has no zone is read in the owner's zone, so after the owner's
+    zone changes it is another time, and another message.
+    """
+    digest = hashlib.sha1(line.strip().encode()).hexdigest()  # as earlier versions hashed it
+    try:
+        when = sent_at.astimezone(UTC).strftime(LINE_TIME)
+    except (OverflowError, ValueError):  # year 1 east of UTC: no such UTC time; storing it is refused anyway
+        when = "out of range"
+    return f"{LINE_KEY_PREFIX}{when} {digest}"
 
 
 async def append_in_order(store: MessageStore, owner_id: int, batches: AsyncIterator[Sequence[NewMessage]]) -> int:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -107,6 +109,27 @@ def test_history_import_is_idempotent_and_reports_bad_lines(cli: Nod, here: Path
     assert bad.returncode == 1 and "Line 1" in one_sentence(bad)
     missing = cli("history", "import", "--owner", "ana", str(here / "none.jsonl"))
     assert missing.returncode == 1
+
+
+def test_a_file_imported_before_the_upgrade_imports_as_a_no_op_after_it(cli: Nod, here: Path) -> None:
+    """Lines without ids were keyed by their hash alone; migration 11 rewrites those keys to
+    the time-first form, so running the same file again still stores nothing twice."""
+    cli("owners", "add", "ana", "--tz", "Europe/Lisbon")
+    lines = [json.dumps({"role": "owner", "text": f"line {n}", "sent_at": f"2024-05-01T10:0{n}:00"}) for n in range(3)]
+    lines.append(json.dumps({"role": "owner", "text": "zoned", "sent_at": "2024-05-01T10:09:00.250000+05:30"}))
+    file = here / "h.jsonl"
+    file.write_text("\n".join(lines) + "\n")
+    assert "Imported 4 new messages" in cli("history", "import", "--owner", "ana", str(file)).stdout
+    with sqlite3.connect(here / "nod.db") as db:  # as an earlier version left it
+        for line in lines:
+            old = "sha1:" + hashlib.sha1(line.encode()).hexdigest()
+            db.execute("UPDATE messages SET external_id = ? WHERE text = ?", (old, json.loads(line)["text"]))
+        db.execute("DELETE FROM schema_migrations WHERE version = 11")
+    again = cli("history", "import", "--owner", "ana", str(file))
+    assert again.returncode == 0 and "Imported 0 new messages of 4 lines" in again.stdout, again.stderr
+    with sqlite3.connect(here / "nod.db") as db:
+        keys = [k for (k,) in db.execute("SELECT external_id FROM messages ORDER BY id")]
+    assert keys[0].startswith("line 2024-05-01 09:00:00.000000 ") and keys[3].startswith("line 2024-05-01 04:39:00.250000 ")
 
 
 def test_a_missing_secret_for_an_enabled_part_fails_at_start(cli: Nod, here: Path) -> None:
