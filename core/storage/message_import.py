@@ -34,7 +34,6 @@ from core.storage.message_rows import row_values
 from core.storage.message_store import MessageStore
 
 LINE_KEY_PREFIX = "line "
-LINE_TIME = "%Y-%m-%d %H:%M:%S.%f"  # SQLite's stored form of a time; migration 11 reads it back
 
 
 def line_key(line: str, sent_at: datetime) -> str:
@@ -46,7 +45,7 @@ def line_key(line: str, sent_at: datetime) -> str:
     """
     digest = hashlib.sha1(line.strip().encode()).hexdigest()  # as earlier versions hashed it
     try:
-        when = sent_at.astimezone(UTC).strftime(LINE_TIME)
+        when = sent_at.astimezone(UTC).isoformat(" ", "microseconds")[:26]  # as SQLite stores it: migration 11
     except (OverflowError, ValueError):  # year 1 east of UTC: no such UTC time; storing it is refused anyway
         when = "out of range"
     return f"{LINE_KEY_PREFIX}{when} {digest}"
@@ -59,7 +58,7 @@ async def append_in_order(store: MessageStore, owner_id: int, batches: AsyncIter
     try:
         async for batch in batches:  # read while the batch before is in SQLite's thread
             thread_id = await store.active_thread(owner_id)  # each batch: a /reset meanwhile moves the rest
-            rows = [row_values(m, thread_id) for m in batch]  # likewise
+            rows = store.prepare_rows([row_values(m, thread_id) for m in batch])  # likewise, bound too
             if inserting is not None:
                 done, inserting = inserting, None
                 added += await done

@@ -28,7 +28,7 @@ from core.clock import Clock
 from core.message import Appended, NewMessage, Role, StoredMessage, VoiceNote
 from core.storage import fence
 from core.storage.database import writing
-from core.storage.message_rows import insert_rows, insert_statement, row_values
+from core.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
 from core.storage.schema import messages, owners, threads
 
 IMPORT_BATCH = 1_000
@@ -272,10 +272,14 @@ class MessageStore:
         thread_id = await self.active_thread(owner_id)
         return await self.insert_rows(owner_id, [row_values(m, thread_id) for m in batch])
 
-    async def insert_rows(self, owner_id: int, rows: list[dict[str, Any]]) -> int:
-        """Store rows made by ``row_values`` all or none (core.storage.message_rows); how many were new."""
+    def prepare_rows(self, rows: list[dict[str, Any]]) -> Prepared:
+        """The Python part of inserting ``rows`` (core.storage.message_rows), done ahead."""
+        return prepare(self._engine.dialect, rows)
+
+    async def insert_rows(self, owner_id: int, rows: list[dict[str, Any]] | Prepared) -> int:
+        """Store rows made by ``row_values`` (or prepared) all or none; how many were new."""
         added = await insert_rows(self._engine, rows)
-        log.info("messages_imported owner=%s new=%s lines=%s", owner_id, added, len(rows))
+        log.info("messages_imported owner=%s new=%s lines=%s", owner_id, added, len(rows.rows if isinstance(rows, Prepared) else rows))
         return added
 
     async def get(self, message_id: int) -> StoredMessage | None:
