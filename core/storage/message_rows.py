@@ -88,7 +88,7 @@ class Prepared:
 
 def prepare(dialect: Dialect, rows: Sequence[dict[str, Any]]) -> Prepared:
     """The batch's statement and parameters, when SQLite takes it as one statement."""
-    fits = bool(rows) and len(rows) <= dialect.insertmanyvalues_page_size and len(rows) * len(rows[0]) <= SQLITE_MAX_PARAMETERS
+    fits = bool(rows) and len(rows) * len(rows[0]) <= SQLITE_MAX_PARAMETERS
     if dialect.name != "sqlite" or not fits:
         return Prepared(rows)
     columns = tuple(rows[0])

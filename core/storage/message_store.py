@@ -31,7 +31,7 @@ from core.storage.database import writing
 from core.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
 from core.storage.schema import messages, owners, threads
 
-IMPORT_BATCH = 1_000
+IMPORT_BATCH = 2_000
 log = logging.getLogger("nod.messages")
 
 
