@@ -132,6 +132,7 @@ def test_an_import_on_a_terminal_shows_a_progress_bar_to_the_whole_file(here: Pa
     from bot.cli_data import history_import
     from bot.settings import load_settings
     from bot.wiring import services
+    from core.storage.message_store import IMPORT_BATCH
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -139,7 +140,7 @@ def test_an_import_on_a_terminal_shows_a_progress_bar_to_the_whole_file(here: Pa
 
     assert cli("owners", "add", "ana").returncode == 0
     lines = [json.dumps({"role": "owner", "text": f"line {n}", "sent_at": "2026-01-01T10:00:00+00:00"})
-             for n in range(2_500)]
+             for n in range(2 * IMPORT_BATCH + 500)]
     (here / "h.jsonl").write_text("\n".join(lines) + "\n")
     shown = Terminal()
 
@@ -147,9 +148,12 @@ def test_an_import_on_a_terminal_shows_a_progress_bar_to_the_whole_file(here: Pa
         async with services(load_settings()) as svc:
             return await history_import(svc, "ana", here / "h.jsonl", shown)
 
-    assert asyncio.run(run()) == "Imported 2,500 new messages of 2,500 lines for ana."
-    updates = shown.getvalue().split("\r")[1:]
-    assert [u.split("]")[1].strip() for u in updates] == ["39% 1,000 lines", "79% 2,000 lines", "100% 2,500 lines"]
+    total = 2 * IMPORT_BATCH + 500
+    assert asyncio.run(run()) == f"Imported {total:,} new messages of {total:,} lines for ana."
+    updates = [u.split("]")[1].split() for u in shown.getvalue().split("\r")[1:]]
+    assert [u[1] for u in updates] == [f"{IMPORT_BATCH:,}", f"{2 * IMPORT_BATCH:,}", f"{total:,}"]
+    percents = [int(u[0].rstrip("%")) for u in updates]
+    assert 0 < percents[0] < percents[1] < percents[2] == 100
 
 
 def test_a_bad_line_stops_an_import_after_the_batches_before_it_are_stored(here: Path, cli: Nod) -> None:
