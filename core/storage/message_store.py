@@ -35,6 +35,34 @@ IMPORT_BATCH = 2_000
 log = logging.getLogger("nod.messages")
 
 
+_COLUMNS = tuple(messages.c.keys())
+_ROLES = {role.value: role for role in Role}
+
+
+def stored_messages(result: Any) -> list[StoredMessage]:
+    """Every row of ``result`` (a ``select(messages)``, maybe with columns after them).
+
+    By position when the columns are the table's, in its order: a Row's attribute access
+    costs half a microsecond a column, so a page of search results spent more building
+    its thirty messages than SQLite spent finding them.
+    """
+    if tuple(result.keys())[:len(_COLUMNS)] != _COLUMNS:
+        return [stored_message(row) for row in result]
+    return [_from_values(*row[:len(_COLUMNS)]) for row in result]
+
+
+def _from_values(
+    id_: int, owner_id: int, thread_id: int, role: str, text: str, sent_at: datetime, channel: str,
+    external_id: str | None, card_title: Any, attachment: Any, forwarded: Any, secret: Any, origin: str | None,
+    address: str | None, awaiting: Any, voice: Any, voice_note: str | None,
+) -> StoredMessage:
+    return StoredMessage(
+        id_, owner_id, thread_id, _ROLES.get(role) or Role(role), text, sent_at, channel, external_id,
+        bool(card_title), bool(attachment), bool(forwarded), bool(secret), origin, address, bool(awaiting),
+        bool(voice), VoiceNote.from_json(voice_note),
+    )
+
+
 def stored_message(row: Any) -> StoredMessage:
     return StoredMessage(
         id=row.id,
@@ -292,8 +320,8 @@ class MessageStore:
         if not wanted:
             return {}
         async with self._engine.connect() as conn:
-            rows = await conn.execute(select(messages).where(messages.c.id.in_(wanted)))
-            return {row.id: stored_message(row) for row in rows}
+            found = stored_messages(await conn.execute(select(messages).where(messages.c.id.in_(wanted))))
+        return {message.id: message for message in found}
 
     async def recent(
         self, owner_id: int, limit: int, role: Role | None = None
@@ -305,8 +333,8 @@ class MessageStore:
             query = query.where(messages.c.role == role.value)
         query = query.order_by(messages.c.id.desc()).limit(limit)
         async with self._engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
-        return [stored_message(r) for r in reversed(rows)]
+            rows = stored_messages(await conn.execute(query))
+        return rows[::-1]
 
     async def thread_tail(self, thread_id: int, limit: int) -> list[StoredMessage]:
         """The thread's last ``limit`` messages, oldest first."""
@@ -319,8 +347,8 @@ class MessageStore:
             .limit(limit)
         )
         async with self._engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
-        return [stored_message(r) for r in reversed(rows)]
+            rows = stored_messages(await conn.execute(query))
+        return rows[::-1]
 
     async def owner_messages_after(
         self, owner_id: int, after_id: int, limit: int, sent_before: datetime

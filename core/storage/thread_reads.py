@@ -16,7 +16,7 @@ from sqlalchemy import and_, bindparam, func, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.message import StoredMessage
-from core.storage.message_store import stored_message
+from core.storage.message_store import stored_messages
 from core.storage.schema import messages, threads
 
 
@@ -93,7 +93,7 @@ async def shown(
     if not ids:
         return {}, {}
     rows = await conn.execute(_shown_query(), {"thread": thread_id, "ids": list(ids)})
-    found = {row.id: stored_message(row) for row in rows}
+    found = {message.id: message for message in stored_messages(rows)}
     line = sorted(i for i, m in found.items() if m.thread_id == thread_id and m.role.value != "tool")
     near: dict[int, tuple[int | None, int | None]] = {}
     for message_id in ids:

@@ -225,3 +225,26 @@ async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path: Path) -> No
         assert (mode, timeout) == ("wal", 30_000)
     finally:
         await engine.dispose()
+
+
+@pytest.mark.parametrize("flag", ["card_title", "attachment", "forwarded", "awaiting", "voice"])
+async def test_every_read_of_a_message_gives_each_column_its_own_field(engine: AsyncEngine, flag: str) -> None:
+    """Lists are built by column position (message_store.stored_messages), one read by name:
+    a message with one flag set and every text distinct reads back the same through each."""
+    from core.message import VoiceNote
+    from core.storage.thread_reads import ThreadReads
+
+    owner = (await OwnerStore(engine).add("ana", "UTC", (), NOW)).id
+    store = MessageStore(engine, FixedClock(NOW))
+    first = await store.append(NewMessage(owner, Role.OWNER, "first", "telegram", NOW, "t-1"))
+    note = VoiceNote("file-9", "n.ogg", "audio/ogg", 99, 3)
+    extra = {flag: True, "origin": "an origin", "address": "+351 1", "voice_note": note}
+    appended = await store.append(NewMessage(owner, Role.ASSISTANT, "second", "whatsapp", NOW, "w-2", **extra))  # type: ignore[arg-type]
+    message = appended.message
+    assert [getattr(message, f) for f in ("card_title", "attachment", "forwarded", "awaiting", "voice")].count(True) == 1
+    by_name = await store.get(message.id)
+    assert by_name == message and by_name.voice_note == note and by_name.role is Role.ASSISTANT
+    assert (await store.get_many([message.id]))[message.id] == by_name
+    assert (await store.recent(owner, 5))[-1] == by_name
+    shown, _ = await ThreadReads(engine).shown(message.thread_id, [first.message.id])
+    assert shown[message.id] == by_name
