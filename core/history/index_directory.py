@@ -21,7 +21,7 @@ from core.errors import IndexFailure
 from core.history.documents import ANALYZER, analyzer
 
 log = logging.getLogger("nod.history.index")
-FORMAT = 5  # bump when the schema or the analyzer changes: the index is then rebuilt
+FORMAT = 6  # bump when the schema or the analyzer changes: the index is then rebuilt
 
 
 class IndexDirectory:
