@@ -22,7 +22,7 @@ from core.message import NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner
 from core.page.view import owners_sources
 from core.ports import Changed
-from core.storage.message_import import append_in_order, line_key
+from core.storage.message_import import LEGACY_KEY_PREFIX, append_in_order, legacy_line_key, line_key
 from core.storage.message_store import IMPORT_BATCH
 from core.text import storable
 
@@ -72,7 +72,8 @@ async def owners_list(svc: Services) -> str:
     return "\n".join(lines) if lines else "No owners yet; add one with `nod owners add NAME`."
 
 
-def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> NewMessage:
+def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> tuple[NewMessage, str | None]:
+    """The line's message and, when it has no id of its own, the key earlier versions gave it."""
     try:
         data = json.loads(line)
         role = Role(data["role"])
@@ -85,12 +86,12 @@ def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> NewMes
         ) from exc
     if role is Role.TOOL or not isinstance(text, str):
         raise InvalidInput(f"Line {number}: role must be owner or assistant, text a string.")
+    external, legacy = data.get("id"), None
+    if external is None:  # a stable id makes re-running the same file a no-op
+        external, legacy = line_key(line, sent_at), legacy_line_key(line)  # the time as written: no zone added
     if sent_at.tzinfo is None:
         sent_at = sent_at.replace(tzinfo=ZoneInfo(zone_name))
-    external = data.get("id")
-    if external is None:  # a stable id makes re-running the same file a no-op
-        external = line_key(line, sent_at)
-    return NewMessage(owner_id, role, text, IMPORT_CHANNEL, sent_at, str(external))
+    return NewMessage(owner_id, role, text, IMPORT_CHANNEL, sent_at, str(external)), legacy
 
 
 def _bar(done: float, width: int = 30) -> str:
@@ -109,10 +110,11 @@ class _Reading:
     number: int = 0
     read: int = 0
 
-    def next_batch(self) -> list[NewMessage]:
-        """Up to IMPORT_BATCH messages parsed from the next lines; [] at the end of the file.
-        Runs while the batch before is in SQLite's thread (core.storage.message_import)."""
-        batch: list[NewMessage] = []
+    def next_batch(self) -> list[tuple[NewMessage, str | None]]:
+        """Up to IMPORT_BATCH messages parsed from the next lines, each with its legacy key
+        (``_parse_line``); [] at the end of the file. Runs while the batch before is in
+        SQLite's thread (core.storage.message_import)."""
+        batch: list[tuple[NewMessage, str | None]] = []
         for line in self.handle:
             self.number += 1
             self.read += len(line.encode("utf-8", "surrogatepass")) if self.counted else 0
@@ -137,6 +139,8 @@ async def history_import(svc: Services, owner_name: str, path: Path, progress: T
     total = max(path.stat().st_size, 1) if show else 1
     reading = _Reading(handle, owner, show)
     seen = 0
+    # lines an earlier version imported carry its keys: looked up only where any exist
+    legacy = await svc.messages.holds_keys_from(owner.id, IMPORT_CHANNEL, LEGACY_KEY_PREFIX)
 
     async def batches() -> AsyncIterator[list[NewMessage]]:
         nonlocal seen
@@ -145,7 +149,9 @@ async def history_import(svc: Services, owner_name: str, path: Path, progress: T
             if show and len(batch) >= IMPORT_BATCH:
                 progress.write(f"\r{_bar(reading.read / total)} {seen:,} lines")
                 progress.flush()
-            yield batch
+            known = await svc.messages.stored_keys(
+                owner.id, IMPORT_CHANNEL, [k for _, k in batch if k is not None]) if legacy else set()
+            yield [message for message, key in batch if key not in known]
 
     with handle:
         added = await append_in_order(svc.messages, owner.id, batches())

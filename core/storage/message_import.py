@@ -17,9 +17,12 @@ A line without an id of its own is keyed by its time and its content (``line_key
 running the same file again stores nothing twice. The time comes first because the key
 is in a unique index: content hashes alone land at random places in it, and at a
 million messages SQLite spent half of an import's time rewriting index pages scattered
-by them (60 s a million against 31 s for keys in file order). Keys made by earlier
-versions (the hash alone) are rewritten to this form by migration 11, from the stored
-time, so a file imported before still imports as a no-op.
+by them (60 s a million against 31 s for keys in file order). The key depends on the
+line alone (a time without a zone is keyed as written, not in the owner's zone of the
+day), so changing the owner's zone does not make an old file new. Earlier versions keyed
+such a line by its hash alone (``legacy_line_key``); an import into a database that holds
+such keys looks those up too (bot/cli_data.py), so a file imported before still imports
+as a no-op.
 """
 
 from __future__ import annotations
@@ -34,21 +37,31 @@ from core.storage.message_rows import row_values
 from core.storage.message_store import MessageStore
 
 LINE_KEY_PREFIX = "line "
+LEGACY_KEY_PREFIX = "sha1:"  # how versions before 2026-12 keyed a line without an id
+
+
+def _digest(line: str) -> str:
+    return hashlib.sha1(line.strip().encode()).hexdigest()
 
 
 def line_key(line: str, sent_at: datetime) -> str:
-    """The external id of an imported line that has none: its UTC time, then its SHA-1.
+    """The external id of an imported line that has none: its time, then its SHA-1.
 
-    Stable for the same line (a re-import skips it) and in file order for a file in time
-    order. A line whose time has no zone is read in the owner's zone, so after the owner's
-    zone changes it is another time, and another message.
+    ``sent_at`` as the line wrote it: a time with a zone is keyed in UTC, one without as
+    written. Stable for the same line whatever the owner's zone (a re-import skips it),
+    and in file order for a file in time order.
     """
-    digest = hashlib.sha1(line.strip().encode()).hexdigest()  # as earlier versions hashed it
     try:
-        when = sent_at.astimezone(UTC).isoformat(" ", "microseconds")[:26]  # as SQLite stores it: migration 11
+        moment = sent_at.astimezone(UTC) if sent_at.tzinfo is not None else sent_at
+        when = moment.isoformat(" ", "microseconds")[:26]
     except (OverflowError, ValueError):  # year 1 east of UTC: no such UTC time; storing it is refused anyway
         when = "out of range"
-    return f"{LINE_KEY_PREFIX}{when} {digest}"
+    return f"{LINE_KEY_PREFIX}{when} {_digest(line)}"
+
+
+def legacy_line_key(line: str) -> str:
+    """The key an earlier version gave the same line (looked up, never written)."""
+    return LEGACY_KEY_PREFIX + _digest(line)
 
 
 async def append_in_order(store: MessageStore, owner_id: int, batches: AsyncIterator[Sequence[NewMessage]]) -> int:

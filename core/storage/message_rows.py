@@ -119,8 +119,9 @@ def _parameters(dialect: Dialect, columns: tuple[str, ...], rows: Sequence[dict[
     for name, processor in zip(columns, _bound(dialect, columns), strict=True):
         column = [row[name] for row in rows]
         if processor is not None:
-            distinct = set(column) if len(column) > 16 else ()
-            if 0 < len(distinct) <= 16:
+            distinct = set(column) if len(column) > 16 else set()
+            # not times: two equal ones can be different instants (a repeated hour's ``fold``)
+            if 0 < len(distinct) <= 16 and not any(isinstance(v, datetime) for v in distinct):
                 processed = {v: _value(v, processor) for v in distinct}
                 column = [processed[v] for v in column]
             else:

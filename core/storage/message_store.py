@@ -310,6 +310,26 @@ class MessageStore:
         log.info("messages_imported owner=%s new=%s lines=%s", owner_id, added, len(rows.rows if isinstance(rows, Prepared) else rows))
         return added
 
+    async def holds_keys_from(self, owner_id: int, channel: str, prefix: str) -> bool:
+        """Whether any of the owner's messages on ``channel`` has an external id starting with
+        ``prefix`` (a range of the unique key's index, not a scan)."""
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        query = select(messages.c.id).where(
+            messages.c.owner_id == owner_id, messages.c.channel == channel,
+            messages.c.external_id >= prefix, messages.c.external_id < upper).limit(1)
+        async with self._engine.connect() as conn:
+            return (await conn.execute(query)).first() is not None
+
+    async def stored_keys(self, owner_id: int, channel: str, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` the owner's messages on ``channel`` are stored under."""
+        if not keys:
+            return set()
+        query = select(messages.c.external_id).where(
+            messages.c.owner_id == owner_id, messages.c.channel == channel, messages.c.external_id.in_(list(keys)))
+        async with self._engine.connect() as conn:
+            found: list[Any] = list((await conn.execute(query)).scalars())
+        return {str(k) for k in found}
+
     async def get(self, message_id: int) -> StoredMessage | None:
         async with self._engine.connect() as conn:
             row = (await conn.execute(select(messages).where(messages.c.id == message_id))).first()

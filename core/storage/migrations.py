@@ -3,9 +3,8 @@
 Each migration is plain DDL per backend, applied once and recorded in
 ``schema_migrations``. Several processes may start at once: PostgreSQL serialises them
 with an advisory lock, SQLite with a write lock taken before the version is read. A
-migration never drops what an owner wrote or rewrites it (10 dropped a derived index, 11
-rewrites keys Nod derived itself), so a database from any earlier version upgrades in
-place.
+migration never drops or rewrites data, so a database from any earlier version upgrades
+in place.
 """
 
 from __future__ import annotations
@@ -324,20 +323,6 @@ _GMAIL = (
         used_at {time})""",
 )
 
-# An imported line without an id was keyed "sha1:<hex of the line>"; it is now keyed by its
-# UTC time first (core.storage.message_import.line_key: in file order, the unique index takes
-# keys at its end, not at random places). The time comes from the stored row, in the form
-# line_key prints (SQLite's stored text, its microseconds made explicit), so a file imported
-# before the upgrade still imports as a no-op after it.
-_SQLITE_LINE_KEYS = (
-    """UPDATE messages SET external_id = 'line ' || substr(sent_at || '.000000', 1, 26) || ' '
-        || substr(external_id, 6) WHERE channel = 'import' AND external_id LIKE 'sha1:%'""",
-)
-_POSTGRESQL_LINE_KEYS = (
-    """UPDATE messages SET external_id = 'line ' || to_char(sent_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')
-        || ' ' || substr(external_id, 6) WHERE channel = 'import' AND external_id LIKE 'sha1:%'""",
-)
-
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
@@ -355,7 +340,6 @@ MIGRATIONS: tuple[Migration, ...] = (
               tuple(q.format(time="TIMESTAMPTZ", false="FALSE") for q in _GMAIL)),
     Migration(10, "related messages from history_search's index; the older full-text index dropped",
               _SQLITE_ONE_INDEX, _POSTGRESQL_ONE_INDEX),
-    Migration(11, "imported lines keyed by their time, then their content", _SQLITE_LINE_KEYS, _POSTGRESQL_LINE_KEYS),
 )
 
 _LEDGER = (

@@ -111,25 +111,39 @@ def test_history_import_is_idempotent_and_reports_bad_lines(cli: Nod, here: Path
     assert missing.returncode == 1
 
 
-def test_a_file_imported_before_the_upgrade_imports_as_a_no_op_after_it(cli: Nod, here: Path) -> None:
-    """Lines without ids were keyed by their hash alone; migration 11 rewrites those keys to
-    the time-first form, so running the same file again still stores nothing twice."""
+def test_a_file_imported_by_an_earlier_version_imports_as_a_no_op(cli: Nod, here: Path) -> None:
+    """Lines without ids were keyed by their hash alone; such keys are looked up, so running
+    the same file again after the upgrade still stores nothing twice."""
     cli("owners", "add", "ana", "--tz", "Europe/Lisbon")
     lines = [json.dumps({"role": "owner", "text": f"line {n}", "sent_at": f"2024-05-01T10:0{n}:00"}) for n in range(3)]
     lines.append(json.dumps({"role": "owner", "text": "zoned", "sent_at": "2024-05-01T10:09:00.250000+05:30"}))
     file = here / "h.jsonl"
-    file.write_text("\n".join(lines) + "\n")
-    assert "Imported 4 new messages" in cli("history", "import", "--owner", "ana", str(file)).stdout
-    with sqlite3.connect(here / "nod.db") as db:  # as an earlier version left it
-        for line in lines:
+    file.write_text("\n".join(lines[:3]) + "\n")
+    assert "Imported 3 new messages" in cli("history", "import", "--owner", "ana", str(file)).stdout
+    with sqlite3.connect(here / "nod.db") as db:  # as an earlier version left them
+        for line in lines[:3]:
             old = "sha1:" + hashlib.sha1(line.encode()).hexdigest()
             db.execute("UPDATE messages SET external_id = ? WHERE text = ?", (old, json.loads(line)["text"]))
-        db.execute("DELETE FROM schema_migrations WHERE version = 11")
+    file.write_text("\n".join(lines) + "\n")
     again = cli("history", "import", "--owner", "ana", str(file))
-    assert again.returncode == 0 and "Imported 0 new messages of 4 lines" in again.stdout, again.stderr
+    assert again.returncode == 0 and "Imported 1 new messages of 4 lines" in again.stdout, again.stderr
     with sqlite3.connect(here / "nod.db") as db:
         keys = [k for (k,) in db.execute("SELECT external_id FROM messages ORDER BY id")]
-    assert keys[0].startswith("line 2024-05-01 09:00:00.000000 ") and keys[3].startswith("line 2024-05-01 04:39:00.250000 ")
+    assert len(keys) == 4 and keys[3].startswith("line 2024-05-01 04:39:00.250000 ")
+
+
+def test_a_file_without_zones_is_the_same_file_after_the_owner_moves(cli: Nod, here: Path) -> None:
+    """A time without a zone is read in the owner's zone, but keyed as written: after the
+    owner's zone changes, running the same file again still stores nothing twice."""
+    cli("owners", "add", "ana", "--tz", "Europe/Lisbon")
+    file = here / "h.jsonl"
+    file.write_text(json.dumps({"role": "owner", "text": "hi", "sent_at": "2024-05-01T10:00:00"}) + "\n")
+    assert "Imported 1 new messages" in cli("history", "import", "--owner", "ana", str(file)).stdout
+    assert cli("owners", "set", "ana", "--tz", "America/New_York").returncode == 0
+    again = cli("history", "import", "--owner", "ana", str(file))
+    assert "Imported 0 new messages of 1 lines" in again.stdout, again.stderr
+    with sqlite3.connect(here / "nod.db") as db:
+        assert [k for (k,) in db.execute("SELECT external_id FROM messages")][0].startswith("line 2024-05-01 10:00:00.000000 ")
 
 
 def test_a_missing_secret_for_an_enabled_part_fails_at_start(cli: Nod, here: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -15,10 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from core.clock import FixedClock
 from core.errors import InvalidInput
 from core.message import NewMessage, Role, VoiceNote
-from core.storage.message_import import append_in_order, line_key
+from core.storage.message_import import append_in_order
 from core.storage.message_rows import row_values
 from core.storage.message_store import MessageStore
-from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from core.storage.schema import messages
 
@@ -117,24 +114,16 @@ async def test_a_reset_during_an_import_sends_the_rest_to_the_new_conversation(e
     assert [m.text for m in await store.recent(owner, 10)] == ["after the reset"]  # the active thread's only
 
 
-async def test_migration_11_gives_an_old_line_key_the_form_an_import_gives_it_now(engine: AsyncEngine) -> None:
-    """A line keyed by its hash alone (earlier versions) is keyed as ``line_key`` keys it, on
-    either backend, so the same line imported again is skipped."""
+
+async def test_two_instants_of_a_repeated_hour_stay_two_in_one_batch(engine: AsyncEngine) -> None:
+    """02:30 on the night clocks go back happens twice (``fold``); Python calls the two equal,
+    so a batch must not bind them as one value."""
+    from zoneinfo import ZoneInfo
+
     owner = (await OwnerStore(engine).add("ana", "UTC", (), T0)).id
     store = MessageStore(engine, FixedClock(T0))
-    lines = ['{"role": "owner", "text": "a", "sent_at": "2024-03-01T00:30:00+02:00"}',
-             '{"role": "owner", "text": "b", "sent_at": "2024-03-01T00:30:00.000001Z"}']
-    sent = [datetime.fromisoformat(json.loads(line)["sent_at"]) for line in lines]
-    for line, at in zip(lines, sent, strict=True):
-        old = "sha1:" + hashlib.sha1(line.encode()).hexdigest()
-        await store.append(NewMessage(owner, Role.OWNER, json.loads(line)["text"], "import", at, old))
-    await store.append(NewMessage(owner, Role.OWNER, "kept", "telegram", T0, "sha1:not-an-import"))
-    async with engine.begin() as conn:
-        await conn.execute(text("DELETE FROM schema_migrations WHERE version = 11"))
-    assert await migrate(engine) == [11]
-    async with engine.connect() as conn:
-        keys = [k for (k,) in await conn.execute(select(messages.c.external_id).order_by(messages.c.id))]
-    assert keys == [line_key(line, at) for line, at in zip(lines, sent, strict=True)] + ["sha1:not-an-import"]
-    assert keys[0].startswith("line 2024-02-29 22:30:00.000000 ")
-    again = [NewMessage(owner, Role.OWNER, "a", "import", at, line_key(line, at)) for line, at in zip(lines, sent, strict=True)]
-    assert await append_in_order(store, owner, _batches(again)) == 0
+    first = datetime(2024, 10, 27, 2, 30, tzinfo=ZoneInfo("Europe/Berlin"))
+    batch = [replace(_message(owner, n, f"m {n}"), sent_at=first.replace(fold=n % 2)) for n in range(20)]
+    assert await append_in_order(store, owner, _batches(batch)) == 20
+    stored = await store.recent(owner, 20)
+    assert {m.sent_at for m in stored} == {datetime(2024, 10, 27, 0, 30, tzinfo=UTC), datetime(2024, 10, 27, 1, 30, tzinfo=UTC)}
