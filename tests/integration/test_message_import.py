@@ -127,3 +127,18 @@ async def test_two_instants_of_a_repeated_hour_stay_two_in_one_batch(engine: Asy
     assert await append_in_order(store, owner, _batches(batch)) == 20
     stored = await store.recent(owner, 20)
     assert {m.sent_at for m in stored} == {datetime(2024, 10, 27, 0, 30, tzinfo=UTC), datetime(2024, 10, 27, 1, 30, tzinfo=UTC)}
+
+
+async def test_keys_of_the_earlier_form_are_found_by_prefix_and_looked_up_exactly(engine: AsyncEngine) -> None:
+    owners = OwnerStore(engine)
+    one, other = (await owners.add("ana", "UTC", (), T0)).id, (await owners.add("bo", "UTC", (), T0)).id
+    store = MessageStore(engine, FixedClock(T0))
+    old = "sha1:" + "ab" * 20
+    await store.append(replace(_message(one, 0, "old"), external_id=old))
+    await store.append(replace(_message(other, 0, "near"), external_id="sha1;" + "ab" * 20))  # sorts after the prefix
+    await store.append(replace(_message(other, 1, "nearer"), external_id="sha1" + "ab" * 20))
+    assert await store.holds_keys_from(one, "import", "sha1:")
+    assert not await store.holds_keys_from(other, "import", "sha1:")
+    assert not await store.holds_keys_from(one, "telegram", "sha1:")
+    assert await store.stored_keys(one, "import", [old, "sha1:" + "cd" * 20]) == {old}
+    assert await store.stored_keys(other, "import", [old]) == set()
