@@ -238,13 +238,14 @@ class StubbornModel:
 
     def __init__(self) -> None:
         self.started = asyncio.Event()
+        self.release = asyncio.Event()  # set by the test once it is over: the call runs until then
 
     async def close(self) -> None:
         pass
 
     async def complete(self, request: Any) -> Any:
         self.started.set()
-        await asyncio.shield(asyncio.sleep(3))
+        await asyncio.shield(self.release.wait())
         raise AssertionError("the gateway should have stopped waiting long ago")
 
 
@@ -255,8 +256,9 @@ async def test_stop_does_not_wait_for_a_provider_that_ignores_cancellation(nod: 
     await conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "think"))
     await stubborn.started.wait()
     assert await conductor.stop(nod.owner.id)
-    await asyncio.wait_for(conductor.wait(nod.owner.id), 1)  # the provider still has seconds to go
+    await asyncio.wait_for(conductor.wait(nod.owner.id), 1)  # the provider's call is still running
     assert nod.sink.sent == [] and [r.outcome for r in await nod.usage_rows("agent")] == ["stopped"]
+    stubborn.release.set()
 
 
 @pytest.mark.skipif(not POSTGRES_URL, reason="PostgreSQL not configured: set NOD_TEST_POSTGRES_URL")

@@ -136,10 +136,16 @@ async def test_closing_lets_a_running_catch_up_finish_its_batch_and_the_next_pro
     engine, owner, store, db = await _setup(tmp_path)
     ids = [await _say(store, owner, n, f"note {n} about the harbour") for n in range(40)]
     index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    loop, first_batch = asyncio.get_running_loop(), asyncio.Event()
+    add = index._add
+
+    def adding(rows: Any) -> None:  # in the catch-up's thread
+        add(rows)
+        loop.call_soon_threadsafe(first_batch.set)
+
+    monkeypatch.setattr(index, "_add", adding)
     warming = asyncio.create_task(index.warm())
-    async with asyncio.timeout(10):
-        while index.watermark < ids[4]:  # the first batch is in: the catch-up is under way
-            await asyncio.sleep(0.001)
+    await asyncio.wait_for(first_batch.wait(), 10)  # the first batch is in: the catch-up is under way
     await index.close()
     assert warming.done() and not warming.cancelled()
     stopped_at = index.watermark
