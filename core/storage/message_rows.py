@@ -3,7 +3,7 @@
 ``row_values`` is the one place a message becomes a row: its time checked, its text made
 storable, its secret flag set (core.secrets), so every writer stores the same thing.
 
-``insert_rows`` stores a batch (an import's, by default a thousand) and skips a
+``insert_rows`` stores a batch (an import's: IMPORT_BATCH lines) and skips a
 redelivered external id; ``prepare`` does its Python part first, so an import can do it
 while SQLite stores the batch before. On SQLite a batch that fits one statement is written as one
 multi-row INSERT whose parameters are bound here with the columns' own SQLAlchemy type

@@ -64,25 +64,8 @@ def _from_values(
 
 
 def stored_message(row: Any) -> StoredMessage:
-    return StoredMessage(
-        id=row.id,
-        owner_id=row.owner_id,
-        thread_id=row.thread_id,
-        role=Role(row.role),
-        text=row.text,
-        sent_at=row.sent_at,
-        channel=row.channel,
-        external_id=row.external_id,
-        card_title=bool(row.card_title),
-        attachment=bool(row.attachment),
-        forwarded=bool(row.forwarded),
-        secret=bool(row.secret),
-        origin=row.origin,
-        address=row.address,
-        awaiting=bool(row.awaiting),
-        voice=bool(row.voice),
-        voice_note=VoiceNote.from_json(row.voice_note),
-    )
+    """One row read by name (a select holding the messages columns, in any order)."""
+    return _from_values(*(getattr(row, name) for name in _COLUMNS))
 
 
 class MessageStore:
@@ -314,8 +297,8 @@ class MessageStore:
         """Whether any of the owner's messages on ``channel`` has an external id starting with
         ``prefix``. Compared as a prefix, not as a range of text: under PostgreSQL's linguistic
         collations ``'sha1:ab' < 'sha1;'`` is false (punctuation weighs last), so a range
-        would miss every key. Reads the owner's keys on the channel from the index (about
-        0.1 s a million), once an import."""
+        would miss every key. Reads the owner's keys on the channel from the index, once an
+        import (SQLite, a million: 0.12-0.16 s cached, 1.3 s from a cold disk)."""
         query = select(messages.c.id).where(
             messages.c.owner_id == owner_id, messages.c.channel == channel,
             func.substr(messages.c.external_id, 1, len(prefix)) == prefix).limit(1)
