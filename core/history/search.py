@@ -18,9 +18,8 @@ from typing import Any, Protocol
 
 from core.errors import IndexFailure, InvalidInput, NotFound
 from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
-from core.history.periods import DateHint
 from core.history.preceding import preceding
-from core.history.ranking import NEIGHBOUR_REACH, WINDOW, Frequencies, around_by_position, rerank
+from core.history.ranking import NEIGHBOUR_REACH, WINDOW, Frequencies, Hints, around_by_position, rerank
 from core.history.request import Order, SearchRequest, parse_request
 from core.history.scope import Matcher, Scope
 from core.message import StoredMessage
@@ -172,16 +171,14 @@ class HistorySearch:
             total = await matcher.count_matches(terms.terms, scope, own_words=True)
             ids = await matcher.newest(terms.terms, scope, limit, offset)
         else:
-            named = bool(set(words(owner.name)) & set(words(request.query or "")))
-            dates = DateHint.of(request.query or "", owner.zone)
-            ids, total, extra, added = await self._relevance(matcher, scope, terms, named, dates, limit, offset, added)
+            hints = Hints.of(request.query or "", owner.name, owner.zone)
+            ids, total, extra, added = await self._relevance(matcher, scope, terms, hints, limit, offset, added)
             by_next = frozenset(ids) & extra
         end = offset + len(ids)
         return Page(tuple(ids), total, end if end < total and ids else None, added, by_next)
 
     async def _relevance(
-        self, matcher: Matcher, scope: Scope, terms: QueryTerms, owner_named: bool, dates: DateHint | None,
-        limit: int, offset: int, added: int,
+        self, matcher: Matcher, scope: Scope, terms: QueryTerms, hints: Hints, limit: int, offset: int, added: int,
     ) -> tuple[list[int], int, frozenset[int], int]:
         """One page of the relevance order (the re-ranked window first, then the backend's
         order), how many it lists in all, the window's added messages and their count.
@@ -203,7 +200,7 @@ class HistorySearch:
         else:
             around = await self._database.neighbours(scope.thread_id, [h.id for h in pool], NEIGHBOUR_REACH)
         documents, per_stem = await matcher.frequencies(terms.terms)
-        ordered = rerank(pool, terms.stem_groups, around, Frequencies(documents, per_stem), owner_named, dates)
+        ordered = rerank(pool, terms.stem_groups, around, Frequencies(documents, per_stem), hints)
         ids = ordered[offset : offset + limit]
         if len(ids) < limit and len(hits) == WINDOW:
             more = await matcher.ranked(terms.terms, scope, limit - len(ids), WINDOW + max(0, offset - len(ordered)))

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from core.history.periods import DateHint, Period, named_periods
-from core.history.ranking import Frequencies, rerank
+from core.history.ranking import Frequencies, Hints, rerank
 from core.history.scope import Hit
 from core.text import query_terms, sentences
 
@@ -54,7 +54,7 @@ def _rank(texts: list[str], query: str, dates: DateHint | None = None) -> list[i
     around = {i: (near(i - 2), near(i - 1), near(i + 1), near(i + 2)) for i in range(1, len(texts) + 1)}
     groups = query_terms(query).stem_groups
     frequencies = Frequencies(1_000, {s: 10 for g in groups for s in g})
-    return rerank(hits, groups, around, frequencies, False, dates)
+    return rerank(hits, groups, around, frequencies, Hints(dates=dates))
 
 
 def test_a_question_hands_its_score_to_the_reply() -> None:
@@ -69,12 +69,29 @@ def test_the_share_of_the_query_is_weighted_by_rarity() -> None:
             Hit(3, "owner", "friday again", 1.0, T0)]
     groups = query_terms("dentist friday").stem_groups
     rare_dentist = Frequencies(10_000, {"dentist": 5, "fridai": 2_000})
-    assert rerank(hits, groups, {}, rare_dentist, False) == [1, 2, 3]
+    assert rerank(hits, groups, {}, rare_dentist) == [1, 2, 3]
 
 
 def test_a_named_date_breaks_ties_towards_its_period() -> None:
     hits = [Hit(1, "owner", "dinner out", 1.0, T0 - timedelta(days=40)), Hit(2, "owner", "dinner out", 1.0, T0)]
     groups = query_terms("dinner").stem_groups
     hint = DateHint.of("dinner on 8 May 2024", ZoneInfo("UTC"))
-    assert rerank(hits, groups, {}, Frequencies(100, {"dinner": 2}), False) == [1, 2]
-    assert rerank(hits, groups, {}, Frequencies(100, {"dinner": 2}), False, hint) == [2, 1]
+    assert rerank(hits, groups, {}, Frequencies(100, {"dinner": 2})) == [1, 2]
+    assert rerank(hits, groups, {}, Frequencies(100, {"dinner": 2}), Hints(dates=hint)) == [2, 1]
+
+
+def test_a_when_question_prefers_the_message_that_tells_a_time() -> None:
+    hits = [Hit(1, "owner", "The lake, so good", 1.0, T0), Hit(2, "owner", "Went to the lake yesterday", 1.0, T0)]
+    groups = query_terms("lake").stem_groups
+    frequencies = Frequencies(100, {"lake": 2})
+    when = Hints.of("When did I go to the lake?", "Ana", ZoneInfo("UTC"))
+    assert when.asks_when and not Hints.of("Where is the lake?", "Ana", ZoneInfo("UTC")).asks_when
+    assert rerank(hits, groups, {}, frequencies, Hints()) == [1, 2]  # the shorter one, without the question
+    assert rerank(hits, groups, {}, frequencies, when) == [2, 1]
+
+
+def test_hints_read_the_owner_and_dates_from_the_wording() -> None:
+    hints = Hints.of("What did Ana cook on 9 November, 2022?", "Ana Lima", ZoneInfo("Europe/Lisbon"))
+    assert hints.owner_named and not hints.asks_when
+    assert hints.dates is not None and hints.dates.periods == (Period(2022, 11, 9),)
+    assert not Hints.of("What did Bo cook?", "Ana Lima", ZoneInfo("UTC")).owner_named
