@@ -5,13 +5,26 @@ from; it is written before tantivy's files and replaced whole, so a directory ho
 tantivy's files is always marked and a crash mid-write never leaves a marker that reads as
 none. A directory that holds other files and no marker is never touched:
 NOD_SEARCH_INDEX_DIR pointed at the wrong place must lose nothing.
+
+A new index keeps its stored fields (each message's shape) in 2 KiB LZ4 blocks instead of
+tantivy's 16 KiB: a search reads about 110 stored documents spread over the whole index,
+and each read decompresses a whole block. On a million messages those reads took 0.82 ms
+a search with 16 KiB blocks and 0.30 ms with 2 KiB, for 195 MiB on disk instead of 184
+(without compression: 0.37 ms, 215 MiB). tantivy-py does not expose tantivy's
+``IndexSettings``; tantivy reads them from the index's ``meta.json`` when it opens one, so
+a new directory gets a meta file made by tantivy itself (in a scratch directory) with
+these two settings changed, linked into place only where none exists yet: a meta file
+another process wrote is never replaced. A tantivy whose meta file does not carry these
+settings gets its own defaults.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +34,8 @@ from core.errors import IndexFailure
 from core.history.documents import ANALYZER, analyzer
 
 log = logging.getLogger("nod.history.index")
-FORMAT = 6  # bump when the schema or the analyzer changes: the index is then rebuilt
+FORMAT = 7  # bump when the schema, the analyzer or the settings change: the index is then rebuilt
+SETTINGS = {"docstore_compression": "lz4", "docstore_blocksize": 2048}
 
 
 class IndexDirectory:
@@ -54,9 +68,30 @@ class IndexDirectory:
         self.path.mkdir(parents=True, exist_ok=True)
         if not self._marker.exists():  # the marker first: a directory with tantivy's files is always marked
             self.mark(None)
+        if not (self.path / "meta.json").exists():
+            self._new_meta(schema)
         index = tantivy.Index(schema, path=str(self.path), reuse=True)
         index.register_tokenizer(ANALYZER, analyzer())
         return index
+
+    def _new_meta(self, schema: Any) -> None:
+        """An empty index's meta file with SETTINGS, created only if none exists (see above)."""
+        with tempfile.TemporaryDirectory() as scratch:
+            tantivy.Index(schema, path=scratch, reuse=False)
+            meta = json.loads((Path(scratch) / "meta.json").read_text())
+        settings = meta.get("index_settings")
+        if not isinstance(settings, dict) or not SETTINGS.keys() <= settings.keys():
+            return  # a tantivy that keeps its settings elsewhere: its defaults
+        meta["index_settings"] = {**settings, **SETTINGS}
+        handle, staged = tempfile.mkstemp(prefix="meta.", suffix=".nod", dir=self.path)
+        try:
+            with os.fdopen(handle, "w") as out:
+                out.write(json.dumps(meta))
+            os.link(staged, self.path / "meta.json")  # fails, replacing nothing, where one exists
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(staged)
 
     def mark(self, database: str | None) -> None:
         """Bind the index to ``database`` (``nod_meta``'s instance), written whole or not at all."""

@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tantivy
 from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex, sqlite_file
+from core.history.documents import schema_of_documents
+from core.history.index_directory import FORMAT, SETTINGS, IndexDirectory
 from core.history.scope import Scope
 from core.message import NewMessage, Role
 from core.owner import Owner
@@ -93,6 +96,26 @@ async def test_an_index_of_another_format_is_rebuilt_from_the_database(tmp_path:
     assert index.watermark == 0 and not (folder / "stale-file").exists()
     assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
     await index.close()  # its background catch-up, still pending, would open a connection after dispose
+    await engine.dispose()
+
+
+async def test_a_new_index_stores_documents_in_small_blocks_and_never_replaces_a_meta_file(tmp_path: Path) -> None:
+    engine, owner, store, db = await _setup(tmp_path)
+    message = await _say(store, owner, 1, "Remember the blue door")
+    index = DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine)
+    assert index is not None and await index.ready_for(message)
+    meta = json.loads((index.directory / "meta.json").read_text())
+    assert meta["index_settings"] == {**meta["index_settings"], **SETTINGS} and meta["segments"]  # kept by commits
+    assert not list(index.directory.glob("meta.*.nod"))
+    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    await index.close()
+    other = tmp_path / "other"  # a meta file already there (another process made the index first)
+    other.mkdir()
+    (other / "nod-format.json").write_text(json.dumps({"format": FORMAT, "database": None}))
+    tantivy.Index(schema_of_documents(), path=str(other), reuse=False)  # tantivy's defaults
+    before = (other / "meta.json").read_text()
+    IndexDirectory(other).open(schema_of_documents())
+    assert (other / "meta.json").read_text() == before and json.loads(before)["index_settings"] != SETTINGS
     await engine.dispose()
 
 
