@@ -115,16 +115,17 @@ class Conversation(Protocol):
 class SearchIndex(Protocol):
     """A faster index kept beside the database; it says per search what may answer."""
 
-    async def usable(self) -> bool:
+    async def usable_and_current(self, owner_id: int) -> tuple[bool, tuple[int, int] | None]:
         """Whether the index may answer now (built from this database as it is; rebuilt when
-        not). A search runs it beside its read of the current thread: both are round trips."""
+        not), and the owner's active thread and last message id as ``Conversation.current``
+        reads them: a search needs both first, and the index reads them in one statement."""
         ...
 
     async def view(
         self, thread_id: int, snapshot: int, split: int | None = None, checked: bool = False
     ) -> tuple[Matcher, int] | None:
         """A Matcher for the thread up to ``snapshot`` and the split its cursors keep; None
-        when the database's own index must answer. ``checked``: ``usable`` just said so."""
+        when the database's own index must answer. ``checked``: ``usable_and_current`` just said so."""
         ...
 
 

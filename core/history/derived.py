@@ -22,6 +22,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,19 @@ INLINE_GAP = 2_000  # a longer catch-up runs in the background and the database 
 CATCH_UP_EVERY = 1.0  # seconds between background catch-ups: one commit covers what arrived meanwhile
 SAMPLE_SIZE = 16
 SAMPLE_EVERY_S = 60.0
+
+
+@dataclass(frozen=True)
+class _Check:
+    """What the check before a search read: at which watermark (and rebuild), the database's
+    identity, its row at that mark, a wider sample when due, and the owner's current thread."""
+
+    mark: int
+    rebuilds: int
+    instance: str | None
+    row: Any
+    sample: list[Any] | None
+    current: tuple[int, int] | None
 
 
 class DerivedIndex(IndexReads):
@@ -165,14 +179,25 @@ class DerivedIndex(IndexReads):
 
     async def usable(self) -> bool:
         """Opened, and built from this database as it is now (rebuilt here when not)."""
+        return (await self.usable_and_current(None))[0]
+
+    async def usable_and_current(self, owner_id: int | None) -> tuple[bool, tuple[int, int] | None]:
+        """``usable``, and given an owner, their active thread and its last message id (as
+        the database's ``current``), read in the check's own statement: a search needs both
+        before anything else, and one round trip costs half of two (0.30 against 0.70 ms)."""
+        check: _Check | None = None
         try:
             self._opened()
-            return await self._verified()
+            check = await self._read_check(owner_id)
+            return await self._verified(check), check.current
         except IndexFailure:  # a directory that is not Nod's, or tantivy failed (logged): the database answers
-            return False
+            pass
         except (OSError, ValueError) as exc:  # an unusable directory: the database's own index answers
             log.warning("search_index_unavailable error=%s", type(exc).__name__)
-            return False
+        if check is not None or owner_id is None:
+            return False, check.current if check is not None else None
+        async with self._engine.connect() as conn:
+            return False, await thread_reads.current(conn, owner_id)
 
     def _catch_up_soon(self) -> None:
         """One background catch-up at a time, at most one per ``catch_up_every`` seconds."""
@@ -223,16 +248,26 @@ class DerivedIndex(IndexReads):
             return False
         return self._watermark >= snapshot
 
-    async def _verified(self) -> bool:
-        """True when the index belongs to the database as it is now; rebuilds it when not."""
+    async def _read_check(self, owner_id: int | None) -> _Check:
         # the watermark as it was when read: a background catch-up may move it during the awaits,
         # and comparing the row read at one mark with the index's at another reads as a changed database
         mark, rebuilds = self._watermark, self._rebuilds
         async with self._engine.connect() as conn:
-            found = (await conn.execute(index_feed.INSTANCE_AND_ROW, {"id": mark})).one()
+            if owner_id is None:
+                found = (await conn.execute(index_feed.INSTANCE_AND_ROW, {"id": mark})).one()
+            else:
+                found = (await conn.execute(index_feed.INSTANCE_ROW_AND_CURRENT, {"id": mark, "owner": owner_id})).one()
             sample = await index_feed.sample(conn, mark, SAMPLE_SIZE) if self._sample_due() else None
-        instance = found.instance
-        row = found if mark and found.id is not None else None
+        current = None
+        if owner_id is not None and found.current_thread is not None:
+            current = (int(found.current_thread), int(found.current_last))
+        return _Check(mark, rebuilds, found.instance, found if mark and found.id is not None else None, sample, current)
+
+    async def _verified(self, check: _Check | None = None) -> bool:
+        """True when the index belongs to the database as it is now; rebuilds it when not."""
+        if check is None:
+            check = await self._read_check(None)
+        mark, rebuilds, instance, row, sample = check.mark, check.rebuilds, check.instance, check.row, check.sample
         if self._database == instance and self._holds(row, mark) and (sample is None or self._holds_all(sample)):
             return True
         if self._closing.is_set():  # shutting down: nothing to report, the next process checks again

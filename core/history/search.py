@@ -11,7 +11,6 @@ after it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -61,10 +60,12 @@ class HistorySearch:
         self._keys = keys
         self._index = index
 
-    async def _index_usable(self, terms: QueryTerms | None) -> bool:
-        """Whether the derived index may answer a word search (its check is a round trip of
-        its own, run beside the read of the current thread)."""
-        return terms is not None and self._index is not None and await self._index.usable()
+    async def _usable_and_current(self, owner_id: int, terms: QueryTerms | None) -> tuple[bool, tuple[int, int] | None]:
+        """Whether the derived index may answer a word search, and the owner's active thread
+        and its last message id: one statement with the index's check, else the database's."""
+        if terms is not None and self._index is not None:
+            return await self._index.usable_and_current(owner_id)
+        return False, await self._database.current(owner_id)
 
     async def _matcher(self, usable: bool, scope: Scope, cursor: Cursor | None) -> tuple[Matcher, int | None]:
         """The derived index (with the thread's newest messages from the database) and how
@@ -79,7 +80,7 @@ class HistorySearch:
         """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
         request = parse_request(args, owner.zone)
         terms = self._terms(owner, request) if request.around is None else None
-        found, usable = await asyncio.gather(self._database.current(owner.id), self._index_usable(terms))
+        usable, found = await self._usable_and_current(owner.id, terms)
         thread_id, last = found if found else (await self._messages.active_thread(owner.id), 0)
         if request.around is not None:
             return await self._around(owner, thread_id, request.around)

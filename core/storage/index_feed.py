@@ -23,6 +23,13 @@ GAP = text(
 INSTANCE_AND_ROW = text("""SELECT (SELECT value FROM nod_meta WHERE key = 'instance') AS instance,
     m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at
     FROM (SELECT 1 AS one) AS here LEFT JOIN messages m ON m.id = :id""")
+# the same and the owner's active thread with its last message id (as thread_reads.current),
+# for a search, which needs both before anything else: one round trip instead of two
+INSTANCE_ROW_AND_CURRENT = text("""SELECT (SELECT value FROM nod_meta WHERE key = 'instance') AS instance,
+    m.id, m.owner_id, m.thread_id, m.role, m.text, m.sent_at, t.id AS current_thread,
+    (SELECT coalesce(max(x.id), 0) FROM messages x WHERE x.thread_id = t.id) AS current_last
+    FROM (SELECT 1 AS one) AS here LEFT JOIN messages m ON m.id = :id
+    LEFT JOIN threads t ON t.owner_id = :owner AND t.ended_at IS NULL""")
 AT_OR_AFTER = text("""SELECT id, owner_id, thread_id, role, text, sent_at FROM messages
     WHERE id >= :id AND id <= :upto AND role != 'tool' ORDER BY id LIMIT 1""")
 

@@ -28,6 +28,7 @@ from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from core.storage.schema import messages
+from core.storage.thread_reads import ThreadReads
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
@@ -511,3 +512,33 @@ async def test_a_snapshot_below_the_thread_s_last_indexed_message_still_bounds_e
     assert await reader.ready_for(ids[-1]) and reader.count(("harbour",), earlier) == 2
     await index.close()
     await engine.dispose()
+
+
+async def test_the_index_s_check_reads_the_current_thread_as_the_database_does(
+        engine: AsyncEngine, database_url: str, tmp_path: Path) -> None:
+    """A search reads the owner's thread and snapshot in the index's check statement; it must
+    agree with the database's own read before the first message, after one, after a reset,
+    for another owner, and when the index cannot answer at all."""
+    index = DerivedIndex(tmp_path / "search", engine)
+    reads = ThreadReads(engine)
+    store = MessageStore(engine, SystemClock())
+    ana = await OwnerStore(engine).add("ana", "UTC", (), T0)
+    bo = await OwnerStore(engine).add("bo", "UTC", (), T0)
+
+    async def agree(owner: Owner) -> tuple[int, int] | None:
+        usable, current = await index.usable_and_current(owner.id)
+        assert usable and current == await reads.current(owner.id)
+        return current
+
+    assert await agree(ana) is None  # no thread yet
+    first = await _say(store, ana, 1, "The blue door")
+    assert await agree(ana) == (await store.active_thread(ana.id), first)
+    assert await agree(bo) is None
+    new_thread = await store.reset_thread(ana.id)
+    assert await agree(ana) == (new_thread, 0)  # an empty thread: snapshot 0
+    await index.close()
+    blocked = tmp_path / "not-nod"
+    blocked.mkdir()
+    (blocked / "notes.txt").write_text("someone else's")
+    refused = DerivedIndex(blocked, engine)
+    assert await refused.usable_and_current(ana.id) == (False, (new_thread, 0))
