@@ -155,21 +155,32 @@ def rerank(
     wanted = frozenset().union(*groups)
     shapes = {h.id: h.shape if h.shape is not None else shape_of(h.text) for h in hits}
     read = {i: _read(shape, groups, wanted) for i, shape in shapes.items()}
+    previous = {i: near[NEIGHBOUR_REACH - 1] for i, near in around.items() if len(near) >= NEIGHBOUR_REACH}
+    following = {i: near[NEIGHBOUR_REACH] for i, near in around.items() if len(near) > NEIGHBOUR_REACH}
+    own = _own_scores(hits, read, previous, following, [frequencies.idf(g) for g in groups])
+    for hit in hits:
+        if hints.dates is not None and hints.dates.covers(hit.sent_at):
+            own[hit.id] *= DATE_BOOST
+        if hints.asks_when and _tells_time(shapes[hit.id]):
+            own[hit.id] *= TIME_BOOST
+    _answers_take_over(hits, read, following, own)
+    final = _with_neighbours(hits, around, own, hints.owner_named)
+    return sorted(final, key=lambda i: (-final[i], i))
+
+
+def _own_scores(
+    hits: Sequence[Hit], read: Mapping[int, _Read], previous: Mapping[int, int | None],
+    following: Mapping[int, int | None], idfs: Sequence[float],
+) -> dict[int, float]:
+    """BM25F over a message and its neighbours' words, scaled by the share of the query it holds."""
     average = max(1.0, sum(r.length for r in read.values()) / len(read))
-    idfs = [frequencies.idf(g) for g in groups]
     total_idf = sum(idfs) or 1.0
     # each candidate's query-word frequencies, length-normalised (BM25's b)
     tf = {i: [n / (1 - B + B * r.length / average) for n in r.counts] for i, r in read.items()}
-
-    def next_to(message_id: int, side: int) -> int | None:
-        near = around.get(message_id, ())
-        index = NEIGHBOUR_REACH - 1 if side < 0 else NEIGHBOUR_REACH
-        return near[index] if 0 <= index < len(near) else None
-
     own: dict[int, float] = {}
     for hit in hits:
-        freqs = list(tf[hit.id])  # BM25F: the fields' frequencies added, then saturated once
-        for n, weight in ((next_to(hit.id, -1), CONTEXT_WEIGHT), (next_to(hit.id, 1), NEXT_WEIGHT)):
+        freqs = tf[hit.id]  # BM25F: the fields' frequencies added, then saturated once
+        for n, weight in ((previous.get(hit.id), CONTEXT_WEIGHT), (following.get(hit.id), NEXT_WEIGHT)):
             if n in tf:
                 freqs = [f + weight * g for f, g in zip(freqs, tf[n], strict=True)]
         score = covered = 0.0
@@ -179,31 +190,43 @@ def rerank(
             if held:
                 covered += idf
         own[hit.id] = score * covered / total_idf
-        if hints.dates is not None and hints.dates.covers(hit.sent_at):
-            own[hit.id] *= DATE_BOOST
-        if hints.asks_when and _tells_time(shapes[hit.id]):
-            own[hit.id] *= TIME_BOOST
+    return own
 
+
+def _answers_take_over(
+    hits: Sequence[Hit], read: Mapping[int, _Read], following: Mapping[int, int | None], own: dict[int, float],
+) -> None:
+    """A message asking with the query's words keeps part of its score and hands part to its reply."""
     given: dict[int, float] = {}
     for hit in hits:
         if read[hit.id].asks and own[hit.id]:
-            reply = next_to(hit.id, 1)
+            reply = following.get(hit.id)
             if reply is not None and reply in own:
                 given[reply] = given.get(reply, 0.0) + QUESTION_GIVES * own[hit.id]
             own[hit.id] *= QUESTION_KEEPS
     for message_id, extra in given.items():
         own[message_id] += extra
 
+
+# (place in ``around``, weight): the adjacent messages first, before then after, then further
+_SUPPORT = tuple((place, weight) for distance, weight in enumerate(NEIGHBOUR_WEIGHTS)
+                 for place in (NEIGHBOUR_REACH - 1 - distance, NEIGHBOUR_REACH + distance))
+
+
+def _with_neighbours(
+    hits: Sequence[Hit], around: Mapping[int, tuple[int | None, ...]], own: Mapping[int, float], owner_named: bool,
+) -> dict[int, float]:
+    """Each message's score plus part of its neighbours' (the turns of one exchange)."""
     final: dict[int, float] = {}
     for hit in hits:
         score = own[hit.id]
         near = around.get(hit.id, ())
-        before, after = near[:NEIGHBOUR_REACH][::-1], near[NEIGHBOUR_REACH:]
-        for distance, weight in enumerate(NEIGHBOUR_WEIGHTS):
-            for side in (before, after):
-                if distance < len(side) and side[distance] is not None:
-                    score += weight * own.get(side[distance], 0.0)  # type: ignore[arg-type]
-        if hints.owner_named and hit.role == "owner":
+        for place, weight in _SUPPORT:
+            if place < len(near):
+                neighbour = near[place]
+                if neighbour is not None:
+                    score += weight * own.get(neighbour, 0.0)
+        if owner_named and hit.role == "owner":
             score *= OWNER_NAMED_BOOST
         final[hit.id] = score
-    return sorted(final, key=lambda i: (-final[i], i))
+    return final
