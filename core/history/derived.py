@@ -31,7 +31,7 @@ import tantivy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import IndexFailure
-from core.history.documents import encode_shape, micros, row_digest, schema_of_documents, stemmed, utc
+from core.history.documents import encode_shape, micros, row_digest, schema_of_documents, thread_terms, utc
 from core.history.index_directory import IndexDirectory
 from core.history.index_reads import IndexReads, guarded
 from core.history.ranking import shape_of
@@ -415,7 +415,7 @@ class DerivedIndex(IndexReads):
             places[thread] = seq + 1
             self._last_indexed[thread] = int(row.id)  # before the commit shows it: a search keeps the filter
             writer.add_document(tantivy.Document(
-                text=stemmed(row.text), context=stemmed(row.context), id=int(row.id), thread=thread,
+                text=thread_terms(thread, row.text), context=thread_terms(thread, row.context), id=int(row.id), thread=thread,
                 sent=micros(utc(row.sent_at)), digest=row_digest(row), seq=seq, owner=int(row.role == "owner"),
                 shape=encode_shape(shape_of(row.text))))
         writer.commit()

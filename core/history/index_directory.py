@@ -34,7 +34,7 @@ from core.errors import IndexFailure
 from core.history.documents import ANALYZER, analyzer
 
 log = logging.getLogger("nod.history.index")
-FORMAT = 7  # bump when the schema, the analyzer or the settings change: the index is then rebuilt
+FORMAT = 8  # bump when the schema, the analyzer or the settings change: the index is then rebuilt
 SETTINGS = {"docstore_compression": "lz4", "docstore_blocksize": 2048}
 
 

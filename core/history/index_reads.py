@@ -122,9 +122,10 @@ class IndexReads:
         chosen = [(float(score), int(i), address) for (score, address), i in zip(found.hits, ids, strict=True)]
         return [(hit, score > 0) for hit, (score, _, _) in zip(read_hits(searcher, chosen), chosen, strict=True)]
 
-    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """The indexed documents and each stem's document frequency, text or context (in memory)."""
-        return guarded(lambda: frequencies_of(self._opened().searcher(), terms))
+    async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
+        """The thread's indexed documents and each stem's document frequency among them, text
+        or context (in memory)."""
+        return guarded(lambda: frequencies_of(self._opened().searcher(), thread_id, terms))
 
     def field_at(self, message_id: int, field: str) -> int | None:
         """A fast field of the message's document (``seq``, ``digest``); None when not indexed."""

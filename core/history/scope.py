@@ -62,6 +62,7 @@ class Matcher(Protocol):
         """Which of ``ids`` match (own words or context) within the scope: those ``ranked`` may list."""
         ...
 
-    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """How many messages are indexed, and how many each word's stem matches (capped counts)."""
+    async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
+        """How many messages are indexed, and how many each word's stem matches (capped counts):
+        the thread's (the derived index) or the whole database's (its own full-text index)."""
         ...

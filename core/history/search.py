@@ -200,7 +200,7 @@ class HistorySearch:
             around = around_by_position(pool)
         else:
             around = await self._database.neighbours(scope.thread_id, [h.id for h in pool], NEIGHBOUR_REACH)
-        documents, per_stem = await matcher.frequencies(terms.terms)
+        documents, per_stem = await matcher.frequencies(terms.terms, scope.thread_id)
         ordered = rerank(pool, terms.stem_groups, around, Frequencies(documents, per_stem), hints)
         ids = ordered[offset : offset + limit]
         if len(ids) < limit and len(hits) == WINDOW:

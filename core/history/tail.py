@@ -42,7 +42,7 @@ class Indexed(Protocol):
 
     async def at_places(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]: ...
 
-    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]: ...
+    async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]: ...
 
 
 @dataclass(frozen=True)
@@ -138,12 +138,11 @@ class WithTail:
         rest = [p for p in places if first is None or p < first]
         return found + await self._index.at_places(terms, self._upto(scope), rest)
 
-    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """The index's, with the tail's messages counted in as the index will count them
-        (other threads' unindexed messages are not: they are not read)."""
-        documents, per_stem = await self._index.frequencies(terms)
+    async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
+        """The index's for the thread, with the tail's messages counted in as the index will
+        count them."""
+        documents, per_stem = await self._index.frequencies(terms, thread_id)
         for s in per_stem:
             held = sum((s in m.own) + (s in m.context) for m in self._tail)
             per_stem[s] = min(FREQUENCY_CAP, per_stem[s] + held)
-        indexed = documents if self._split else 0  # an empty index reports one document
-        return max(1, indexed + len(self._tail)), per_stem
+        return max(1, documents + len(self._tail)), per_stem

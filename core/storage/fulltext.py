@@ -273,7 +273,8 @@ class FullText(ThreadReads):
         async with self._engine.connect() as conn:
             return await which_match(conn, terms, scope, ids)
 
-    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
+        """The whole database's (FTS5's and tsvector's statistics are not kept per thread)."""
         async with self._engine.connect() as conn:
             return await frequencies(conn, terms)
 

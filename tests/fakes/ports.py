@@ -203,7 +203,7 @@ class NoConversation:
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         return []
 
-    async def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
         return 1, {}
 
     async def count_period(self, scope: Scope) -> int:

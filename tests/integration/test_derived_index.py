@@ -543,3 +543,28 @@ async def test_the_index_s_check_reads_the_current_thread_as_the_database_does(
     (blocked / "notes.txt").write_text("someone else's")
     refused = DerivedIndex(blocked, engine)
     assert await refused.usable_and_current(ana.id) == (False, (new_thread, 0))
+
+
+async def test_what_another_owner_writes_moves_neither_the_frequencies_nor_the_order_of_an_owner_s_results(
+        tmp_path: Path) -> None:
+    engine, ana, store, db = await _setup(tmp_path)
+    bo = await OwnerStore(engine).add("bo", "UTC", (), T0)
+    index = DerivedIndex.beside(f"sqlite+aiosqlite:///{db}", engine)
+    assert index is not None
+    search = history_search(engine, store, index)
+    island = await _say(store, ana, 1, "The island")
+    ferry = await _say(store, ana, 2, "The ferry")
+    thread = await store.active_thread(ana.id)
+    assert await index.ready_for(ferry)
+    counts = await index.frequencies(["island", "ferry"], thread)
+    before = [r["id"] for r in (await search.search(ana, {"query": "island ferry"}))["results"]]
+    assert before == [ferry, island]  # "island" is also the ferry's context: the commoner word
+    last = 0
+    for n in range(30):  # another owner says "ferry" thirty times
+        last = await _say(store, bo, 10 + n, f"Another ferry trip, number {n}")
+    assert await index.ready_for(last)
+    assert await index.frequencies(["island", "ferry"], thread) == counts == (2, {"island": 2, "ferri": 1})
+    after = [r["id"] for r in (await search.search(ana, {"query": "island ferry"}))["results"]]
+    assert after == before  # with index-wide counts "ferry" turned common and "island" came first
+    await index.close()
+    await engine.dispose()
