@@ -11,8 +11,10 @@ before the page it shows.
 Each stem is indexed as a term of its thread (``12:island``), so a word query reads only
 that thread's postings: no filter intersects them with the thread's list of every
 document (0.4 ms a search when one thread holds a million), and a word's document
-frequency, which BM25 and re-ranking weigh, counts that thread's messages alone: what
-other owners write moves neither the scores nor the order of an owner's results.
+frequency, which BM25 and re-ranking weigh, counts that thread's messages alone: no word
+another owner writes weighs in an owner's search. tantivy's BM25, which picks the window
+re-ranking reads, still divides by the whole index's document count and average length,
+so how much others write (never what) can move a near tie among those candidates.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ settings gets its own defaults.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -75,23 +76,36 @@ class IndexDirectory:
         return index
 
     def _new_meta(self, schema: Any) -> None:
-        """An empty index's meta file with SETTINGS, created only if none exists (see above)."""
-        with tempfile.TemporaryDirectory() as scratch:
-            tantivy.Index(schema, path=scratch, reuse=False)
-            meta = json.loads((Path(scratch) / "meta.json").read_text())
-        settings = meta.get("index_settings")
-        if not isinstance(settings, dict) or not SETTINGS.keys() <= settings.keys():
-            return  # a tantivy that keeps its settings elsewhere: its defaults
-        meta["index_settings"] = {**settings, **SETTINGS}
+        """An empty index's meta file with SETTINGS, created only if none exists (see above).
+
+        Best effort: where it cannot be made (no hard links on the file system, no scratch
+        space), tantivy makes its own with the defaults. Written and synced before it is
+        linked, as tantivy syncs its own: a meta file left empty by a power cut would keep
+        the index from opening."""
+        try:
+            meta = _meta_with_settings(schema)
+            if meta is not None:
+                self._link_meta(meta)
+        except (OSError, ValueError) as exc:  # ValueError: tantivy's own errors, an unreadable meta file
+            log.warning("search_index_default_settings error=%s", type(exc).__name__)
+
+    def _link_meta(self, meta: dict[str, Any]) -> None:
+        for stray in self.path.glob("meta.*.nod"):  # left by a process that died before its unlink
+            with contextlib.suppress(FileNotFoundError):
+                stray.unlink()
         handle, staged = tempfile.mkstemp(prefix="meta.", suffix=".nod", dir=self.path)
         try:
             with os.fdopen(handle, "w") as out:
                 out.write(json.dumps(meta))
+                out.flush()
+                os.fsync(out.fileno())
             os.link(staged, self.path / "meta.json")  # fails, replacing nothing, where one exists
+            _sync_directory(self.path)
         except FileExistsError:
             pass
         finally:
-            os.unlink(staged)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staged)
 
     def mark(self, database: str | None) -> None:
         """Bind the index to ``database`` (``nod_meta``'s instance), written whole or not at all."""
@@ -102,3 +116,24 @@ class IndexDirectory:
         """The identity of the database this index was built from."""
         database = self._marked().get("database")
         return database if isinstance(database, str) else None
+
+
+def _meta_with_settings(schema: Any) -> dict[str, Any] | None:
+    """tantivy's own meta file for an empty index of ``schema``, with SETTINGS; None when this
+    tantivy keeps its settings elsewhere."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tantivy.Index(schema, path=scratch, reuse=False)
+        meta = json.loads((Path(scratch) / "meta.json").read_text())
+    settings = meta.get("index_settings") if isinstance(meta, dict) else None
+    if not isinstance(settings, dict) or not SETTINGS.keys() <= settings.keys():
+        return None
+    return {**meta, "index_settings": {**settings, **SETTINGS}}
+
+
+def _sync_directory(path: Path) -> None:
+    """The directory's entries on disk: a new name survives a power cut."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)

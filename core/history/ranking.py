@@ -146,7 +146,9 @@ def rerank(
     frequencies: Frequencies,
     hints: Hints = Hints(),
 ) -> list[int]:
-    """The hits' ids, best first; ``around`` gives each id's neighbours (before…, after…).
+    """The hits' ids, best first; ``around`` gives each id's 2 × NEIGHBOUR_REACH neighbours
+    (before_reach … before_1, after_1 … after_reach; None past an end), as
+    ``around_by_position`` and the database's ``neighbours`` give them.
 
     ``groups`` holds each query word's stems; ``frequencies`` their document frequencies.
     """

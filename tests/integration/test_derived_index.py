@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,32 @@ async def test_a_new_index_stores_documents_in_small_blocks_and_never_replaces_a
     IndexDirectory(other).open(schema_of_documents())
     assert (other / "meta.json").read_text() == before and json.loads(before)["index_settings"] != SETTINGS
     await engine.dispose()
+
+
+def test_the_small_blocks_are_best_effort_and_never_replace_a_meta_file_made_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = schema_of_documents()
+    raced = tmp_path / "raced"  # another process linked its meta file after this one looked
+    IndexDirectory(raced).open(schema)
+    (raced / "meta.json").unlink()
+    tantivy.Index(schema, path=str(raced), reuse=False)
+    made = (raced / "meta.json").read_text()
+    IndexDirectory(raced)._new_meta(schema)
+    assert (raced / "meta.json").read_text() == made and not list(raced.glob("meta.*.nod"))
+    stray = tmp_path / "stray"  # a process died between writing its staged file and removing it
+    stray.mkdir()
+    IndexDirectory(stray).mark(None)
+    (stray / "meta.1234.nod").write_text("{}")
+    IndexDirectory(stray).open(schema)
+    assert not list(stray.glob("meta.*.nod"))
+
+    def no_links(*_: Any) -> None:
+        raise PermissionError(1, "Operation not permitted")  # SMB, vfat, some FUSE mounts
+
+    monkeypatch.setattr(os, "link", no_links)
+    plain = tmp_path / "no-links"
+    IndexDirectory(plain).open(schema)  # tantivy's defaults, and an index that opens
+    assert json.loads((plain / "meta.json").read_text())["index_settings"] != SETTINGS
 
 
 async def test_a_directory_that_is_not_a_nod_index_is_never_emptied(tmp_path: Path, caplog: Any) -> None:
