@@ -109,11 +109,11 @@ async def _backend(name: str, url: str) -> list[str]:
                NOD_LOG_LEVEL="WARNING", NOD_WORK_SLOTS=os.environ.get("NOD_WORK_SLOTS", "2"))
     profile = ["-m", "cProfile", "-o", os.environ["NOD_BENCH_PROFILE"]] if os.environ.get("NOD_BENCH_PROFILE") else []
     stderr = open(os.environ["NOD_BENCH_STDERR"], "w") if os.environ.get("NOD_BENCH_STDERR") else None
-    proc = subprocess.Popen([sys.executable, *profile, "-m", "bot", "run"], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    proc = subprocess.Popen([sys.executable, *profile, "-m", "bot", "run"], env=env, stdout=subprocess.PIPE, stderr=stderr)
     rows = []
     try:
         base = f"http://127.0.0.1:{port}"
-        await wait_healthy(base)
+        await wait_healthy(proc, base)
         connector = aiohttp.TCPConnector(limit=256)
         async with aiohttp.ClientSession(connector=connector) as http:
             await _load(http, base, OWNERS // 5, 10_000_000)  # warm-up: imports, caches, a first message from every owner

@@ -8,14 +8,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import Nod, one_sentence
-from tests.fakes.loopback import clean_env, free_port
+from tests.fakes.loopback import clean_env, free_port, wait_listening
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -162,15 +161,9 @@ def test_run_serves_healthz_and_stops_cleanly(tmp_path: Path, stop_signal: int) 
         env=_env(tmp_path, NOD_PORT=str(port)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        body = None
-        while time.monotonic() < deadline and body is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-                    body = json.loads(response.read())
-            except OSError:
-                time.sleep(0.1)
-        assert body == {"status": "ok"}
+        wait_listening(proc, timeout=30)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+            assert json.loads(response.read()) == {"status": "ok"}
         if stop_signal == signal.SIGTERM:  # a second server on the same SQLite file is refused
             second = nod(tmp_path, "run", NOD_PORT=str(free_port()))
             assert second.returncode == 1 and _one_sentence_error(second).startswith(

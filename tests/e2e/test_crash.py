@@ -28,7 +28,7 @@ def _owner_messages(db: Path) -> list[tuple[str, int]]:
 def _start(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     # subprocess.Popen, not asyncio's: asyncio's child watcher outlives a test's loop and misses exits
     return subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _kill(proc: subprocess.Popen[str]) -> str:
@@ -56,7 +56,7 @@ async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_aft
     model.enqueue(AGENT, *[text("never in time", delay_s=60) for _ in range(60)])
     proc = _start(tmp_path, env)
     try:
-        await wait_healthy(f"http://127.0.0.1:{port}")
+        await wait_healthy(proc, f"http://127.0.0.1:{port}")
         async with aiohttp.ClientSession() as http:
             statuses = [await _post(http, port, tg.message_update(n, MAYA, f"one by one {n}")) for n in range(1, 9)]
             burst = await asyncio.gather(*(_post(http, port, tg.message_update(n, MAYA, f"burst {n}"))
@@ -71,7 +71,7 @@ async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_aft
         model.queues.clear()  # the slow answers were for the killed process
         model.enqueue(AGENT, text("Back, and answering everything."))
         proc = _start(tmp_path, env)
-        await wait_healthy(f"http://127.0.0.1:{port}")
+        await wait_healthy(proc, f"http://127.0.0.1:{port}")
         sent = await telegram.wait_for("sendMessage", timeout=30)
         assert [p["text"] for p in sent] == ["Back, and answering everything."]
         assert "burst" in str(model.calls()[-1]["messages"])  # one turn, the unanswered messages in view

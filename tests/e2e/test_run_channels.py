@@ -35,9 +35,9 @@ async def test_nod_run_answers_on_telegram_and_whatsapp_then_stops_cleanly(tmp_p
     assert added.returncode == 0, added.stderr
     # subprocess.Popen, not asyncio's: asyncio's child watcher outlives a test's loop and misses exits
     proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        await wait_healthy(f"http://127.0.0.1:{port}")
+        await wait_healthy(proc, f"http://127.0.0.1:{port}")
         model.enqueue(AGENT, text("Hello on Telegram."), text("Hello on WhatsApp."))
         telegram.push(tg.message_update(1, 4242, "hi from telegram"))
         assert (await telegram.wait_for("sendMessage", timeout=30))[0]["text"] == "Hello on Telegram."
