@@ -8,7 +8,7 @@ locomo: history_search retrieval quality on LoCoMo (R@k, All@10, MRR by category
 
 locomo-batch: the same questions through the production path, the ``nod`` CLI (``owners
 add``, ``history import``, one ``tool --batch`` process per conversation); ``--owner b``
-or ``--owner neither`` change who owns the conversation (see tests/bench/batch_locomo.py).
+or ``--owner neither`` change who owns the conversation (see tests.bench.batch_retrieval.py).
 
 turn: server-side turn overhead (everything but model time) with a full memory document
 and a 100,000-message thread.
@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from tests.bench.batch_locomo import OWNERS, run_locomo_batch
+from tests.bench.batch_retrieval import OWNERS, run_locomo_batch
 from tests.bench.evidence import run_evidence_bench
 from tests.bench.maintenance import run_maintenance_bench
 from tests.bench.page import run_page_bench
