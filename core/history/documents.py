@@ -99,7 +99,7 @@ def scoped(thread_id: int, stem_: str) -> str:
 
 def thread_terms(thread_id: int, text_: str) -> str:
     """``text_``'s stems as the index holds them: terms of the thread."""
-    return " ".join(f"{thread_id}:{stem(w)}" for w in words(text_))
+    return " ".join(scoped(thread_id, stem(w)) for w in words(text_))
 
 
 def _words(schema: Any, thread_id: int, terms: Sequence[str], own_words: bool) -> Any:
