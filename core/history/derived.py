@@ -38,7 +38,7 @@ from core.history.ranking import shape_of
 from core.history.scope import Matcher
 from core.history.tail import TAIL_LIMIT, WithTail, tail_messages
 from core.storage import fence, index_feed, thread_reads
-from core.storage.database import sqlite_file
+from core.storage.database import for_reads, sqlite_file
 
 log = logging.getLogger("nod.history.index")
 BATCH = 20_000
@@ -50,6 +50,7 @@ class DerivedIndex(IndexCheck):
     def __init__(self, directory: Path, engine: AsyncEngine, catch_up_every: float | None = CATCH_UP_EVERY) -> None:
         self._directory = directory
         self._engine = engine
+        self._reads = for_reads(engine)
         self._schema = schema_of_documents()
         self._place = IndexDirectory(directory)
         self._index: Any | None = None  # opened on first use: `nod owners list` makes no index directory
@@ -154,7 +155,7 @@ class DerivedIndex(IndexCheck):
         """The index up to ``split`` and the thread's messages after it; None past TAIL_LIMIT."""
         if split >= snapshot:
             return self, split
-        rows, before = await thread_reads.tail(self._engine, thread_id, split, snapshot, TAIL_LIMIT + 1)
+        rows, before = await thread_reads.tail(self._reads, thread_id, split, snapshot, TAIL_LIMIT + 1)
         if len(rows) > TAIL_LIMIT:  # too many to match here
             return None
         if len(rows) > TAIL_LIMIT // 2:  # a busy thread: the next catch-up starts now, not at its second

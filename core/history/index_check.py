@@ -49,6 +49,7 @@ class IndexCheck(IndexReads):
     """The check; the index's life (core.history.derived) provides the state and the writer."""
 
     _engine: AsyncEngine
+    _reads: AsyncEngine  # the engine for reads (core.storage.database.for_reads)
     _directory: Path
     _place: IndexDirectory
     _database: str | None
@@ -86,14 +87,14 @@ class IndexCheck(IndexReads):
             log.warning("search_index_unavailable error=%s", type(exc).__name__)
         if check is not None or owner_id is None:
             return False, check.current if check is not None else None
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return False, await thread_reads.current(conn, owner_id)
 
     async def _read_check(self, owner_id: int | None) -> _Check:
         # the watermark as it was when read: a background catch-up may move it during the awaits,
         # and comparing the row read at one mark with the index's at another reads as a changed database
         mark, rebuilds = self._watermark, self._rebuilds
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             if owner_id is None:
                 found = (await conn.execute(index_feed.INSTANCE_AND_ROW, {"id": mark})).one()
             else:

@@ -16,6 +16,7 @@ from sqlalchemy import and_, bindparam, func, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.message import StoredMessage
+from core.storage.database import for_reads
 from core.storage.message_store import stored_messages
 from core.storage.schema import messages, threads
 
@@ -117,7 +118,7 @@ class ThreadReads:
     """The conversation port's reads (core.ports.Conversation) that need no full-text index."""
 
     def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine
+        self._engine = for_reads(engine)
 
     async def current(self, owner_id: int) -> tuple[int, int] | None:
         async with self._engine.connect() as conn:

@@ -19,7 +19,7 @@ from core.memory import document as ops
 from core.memory.model import Origin
 from core.message import NewMessage, Role
 from core.owner import Identity
-from core.storage.database import create_engine
+from core.storage.database import create_engine, for_reads
 from core.storage.memory_store import MEMORY_PATH, MemoryStore
 from core.storage.message_store import MessageStore
 from core.storage.migrations import MIGRATIONS, migrate
@@ -74,6 +74,20 @@ async def test_fifty_concurrent_writers_all_land(engine: AsyncEngine) -> None:
     assert final.version == start + 50
 
 
+async def test_reads_leave_no_transaction_open_and_writes_keep_theirs(engine: AsyncEngine) -> None:
+    """A read connection runs in autocommit on PostgreSQL (no BEGIN before a read, no
+    ROLLBACK after it); the engine itself still opens transactions, so writes stay atomic."""
+    async with for_reads(engine).connect() as conn:
+        await conn.execute(text("SELECT 1"))
+        raw = (await conn.get_raw_connection()).driver_connection
+        assert raw is not None and not raw.in_transaction if engine.dialect.name == "sqlite" else not raw.is_in_transaction()
+    if engine.dialect.name == "postgresql":
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+            raw = (await conn.get_raw_connection()).driver_connection
+            assert raw is not None and raw.is_in_transaction()
+
+
 async def test_a_stale_write_never_overwrites_a_newer_version(engine: AsyncEngine) -> None:
     owner = await _owner(engine)
     objects = ObjectStore(engine)
@@ -103,7 +117,7 @@ def test_writers_in_separate_processes_all_land(tmp_path: Path) -> None:
         from core.clock import SystemClock
         from core.memory import document as ops
         from core.memory.model import Origin
-        from core.storage.database import create_engine
+        from core.storage.database import create_engine, for_reads
         from core.storage.memory_store import MemoryStore
         from core.storage.migrations import migrate
         from core.storage.objects import ObjectStore
