@@ -4,7 +4,9 @@ The marker (``nod-format.json``) names the index format and the database it was 
 from; it is written before tantivy's files and replaced whole, so a directory holding
 tantivy's files is always marked and a crash mid-write never leaves a marker that reads as
 none. A directory that holds other files and no marker is never touched:
-NOD_SEARCH_INDEX_DIR pointed at the wrong place must lose nothing.
+NOD_SEARCH_INDEX_DIR pointed at the wrong place must lose nothing. A marked one tantivy
+cannot open (its meta file cut short or overwritten, a file lost) is emptied and rebuilt,
+unless another process is writing it.
 
 A new index keeps its stored fields (each message's shape) in 2 KiB LZ4 blocks instead of
 tantivy's 16 KiB: a search reads about 110 stored documents spread over the whole index,
@@ -21,6 +23,7 @@ settings gets its own defaults.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -37,6 +40,7 @@ from core.history.documents import ANALYZER, analyzer
 log = logging.getLogger("nod.history.index")
 FORMAT = 8  # bump when the schema, the analyzer or the settings change: the index is then rebuilt
 SETTINGS = {"docstore_compression": "lz4", "docstore_blocksize": 2048}
+WRITER_LOCK = ".tantivy-writer.lock"  # tantivy's own name for the lock its IndexWriter holds
 
 
 class IndexDirectory:
@@ -71,9 +75,35 @@ class IndexDirectory:
             self.mark(None)
         if not (self.path / "meta.json").exists():
             self._new_meta(schema)
-        index = tantivy.Index(schema, path=str(self.path), reuse=True)
+        try:
+            index = tantivy.Index(schema, path=str(self.path), reuse=True)
+        except ValueError as exc:  # tantivy's "Data corrupted", a missing file, ...
+            index = self._made_anew(schema, exc)
         index.register_tokenizer(ANALYZER, analyzer())
         return index
+
+    def _made_anew(self, schema: Any, error: ValueError) -> Any:
+        """A Nod index tantivy cannot open (a meta file cut short, a file lost) holds nothing
+        the database cannot give again: emptied and made anew, it is rebuilt by catching up,
+        and the database answers meanwhile. Left untouched where another process holds
+        tantivy's writer lock (tantivy takes it with ``flock`` on the same file): a process
+        writing here keeps its files, and this one searches the database."""
+        lock_file = self.path / WRITER_LOCK
+        with open(lock_file, "a") as lock:
+            try:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise IndexFailure("The search index cannot be opened and another process writes it; "
+                                   "the database's own index answers.") from error
+            log.warning("search_index_rebuild reason=unreadable error=%s dir=%s", type(error).__name__, self.path)
+            for entry in self.path.iterdir():
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                elif entry.name != WRITER_LOCK:  # kept: unlinking a held lock file splits the lock in two
+                    entry.unlink()
+            self.mark(None)
+            self._new_meta(schema)
+        return tantivy.Index(schema, path=str(self.path), reuse=True)
 
     def _new_meta(self, schema: Any) -> None:
         """An empty index's meta file with SETTINGS, created only if none exists (see above).

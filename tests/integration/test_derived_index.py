@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.derived import DerivedIndex, sqlite_file
 from core.history.documents import schema_of_documents
-from core.history.index_directory import FORMAT, SETTINGS, IndexDirectory
+from core.history.index_directory import FORMAT, SETTINGS, WRITER_LOCK, IndexDirectory
 from core.history.scope import Scope
 from core.message import NewMessage, Role
 from core.owner import Owner
@@ -98,6 +99,34 @@ async def test_an_index_of_another_format_is_rebuilt_from_the_database(tmp_path:
     assert index.watermark == 0 and not (folder / "stale-file").exists()
     assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
     await index.close()  # its background catch-up, still pending, would open a connection after dispose
+    await engine.dispose()
+
+
+@pytest.mark.parametrize("meta", ['{"segments": [', "", "\x00" * 64], ids=["cut short", "empty", "zeros"])
+async def test_an_index_tantivy_cannot_open_is_made_anew_unless_another_process_writes_it(
+        tmp_path: Path, meta: str) -> None:
+    """A meta file cut short (a full disk, a power cut on a file system that lies about
+    syncs) or overwritten left the index unopenable for good: every search fell back to the
+    database and logged a warning. Nothing in it is lost by rebuilding it."""
+    engine, owner, store, db = await _setup(tmp_path)
+    message = await _say(store, owner, 1, "Remember the blue door")
+    folder = db.with_name("nod.db.search")
+    built = DerivedIndex(folder, engine, catch_up_every=None)
+    assert await built.ready_for(message)
+    await built.close()
+    (folder / "meta.json").write_text(meta)
+    with open(folder / WRITER_LOCK, "a") as held:  # another process writing here: its files are kept
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        blocked = DerivedIndex(folder, engine, catch_up_every=None)
+        found = await history_search(engine, store, blocked).search(owner, {"query": "door"})
+        assert [r["id"] for r in found["results"]] == [message]  # the database answered
+        assert (folder / "meta.json").read_text() == meta
+    index = DerivedIndex(folder, engine, catch_up_every=None)
+    assert index.watermark == 0 and json.loads((folder / "meta.json").read_text())["index_settings"]
+    assert await index.ready_for(message) and index.watermark == message
+    found = await history_search(engine, store, index).search(owner, {"query": "door"})
+    assert [r["id"] for r in found["results"]] == [message]
+    await index.close()
     await engine.dispose()
 
 
