@@ -5,7 +5,10 @@ existed when the first page was read, and who answered it: the derived index up 
 id (the rest from the database), or the database alone; later pages are answered the
 same way, so the order they page through is the first page's. Later pages never see messages that arrived in
 between, so paging has no duplicates and no gaps even while the conversation goes on.
-It also carries a fingerprint of the search (owner's thread, words, dates, order): a
+The first page's word statistics travel too: a later page re-ranks the same window with
+the same counts, though the index may have caught up in between (counting again would
+give the words other weights, and the pages another order: a result shown twice, another
+never). It also carries a fingerprint of the search (owner's thread, words, dates, order): a
 cursor reused with other parameters would silently page through a different list, so it
 is refused instead.
 
@@ -30,6 +33,7 @@ from core.history.preceding import PRECEDING_FROM
 
 MAX_OFFSET = 10_000  # deeper than any reader pages; narrow with dates past it
 MAX_ID = 2**62  # every id and snapshot fits a signed 64-bit integer on both backends
+MAX_STEMS = 64  # a query's distinct words are fewer (core.text.query_terms)
 _NOT_OURS = "That cursor is not one history_search returned; search again without it."
 
 
@@ -40,6 +44,8 @@ class Cursor:
     snapshot: int  # the highest message id the search may see
     split: int | None = None  # the derived index answered up to this id (core.history.tail); None: the database
     added: int = 0  # messages the first page's window added (core.history.preceding): later pages skip past them
+    # the first page's word statistics (documents, (stem, count) …): later pages re-rank the window with them
+    counts: tuple[int, tuple[tuple[str, int], ...]] | None = None
 
 
 def fingerprint(parts: dict[str, Any]) -> str:
@@ -65,6 +71,8 @@ def encode(cursor: Cursor, key: bytes) -> str:
         fields["w"] = cursor.split
     if cursor.added:
         fields["a"] = cursor.added
+    if cursor.counts is not None:
+        fields["q"] = [cursor.counts[0], dict(cursor.counts[1])]
     payload = json.dumps(fields, separators=(",", ":")).encode()
     return f"{_b64(payload)}.{_b64(_mac(key, payload))}"
 
@@ -78,12 +86,14 @@ def decode(token: str, expected_fingerprint: str, key: bytes) -> Cursor:
             raise InvalidInput(_NOT_OURS)
         data = json.loads(payload)
         split = None if data.get("w") is None else int(data["w"])
-        cursor = Cursor(str(data["f"]), int(data["o"]), int(data["s"]), split, int(data.get("a", 0)))
+        counts = _counts(data["q"]) if "q" in data else None
+        cursor = Cursor(str(data["f"]), int(data["o"]), int(data["s"]), split, int(data.get("a", 0)), counts)
     except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
         raise InvalidInput(_NOT_OURS) from exc
     if not (0 <= cursor.offset <= MAX_OFFSET and 0 <= cursor.snapshot <= MAX_ID
             and (cursor.split is None or 0 <= cursor.split <= cursor.snapshot)
-            and 0 <= cursor.added <= PRECEDING_FROM):
+            and 0 <= cursor.added <= PRECEDING_FROM
+            and (cursor.counts is None or all(0 <= n <= MAX_ID for n in _numbers(cursor.counts)))):
         raise InvalidInput(_NOT_OURS)
     if cursor.fingerprint != expected_fingerprint:
         raise InvalidInput(
@@ -91,3 +101,14 @@ def decode(token: str, expected_fingerprint: str, key: bytes) -> Cursor:
             "order, or search again without a cursor."
         )
     return cursor
+
+
+def _counts(raw: Any) -> tuple[int, tuple[tuple[str, int], ...]]:
+    documents, per_stem = raw
+    if not isinstance(per_stem, dict) or len(per_stem) > MAX_STEMS:
+        raise ValueError("not a cursor's counts")
+    return int(documents), tuple((str(stem), int(n)) for stem, n in per_stem.items())
+
+
+def _numbers(counts: tuple[int, tuple[tuple[str, int], ...]]) -> list[int]:
+    return [counts[0], *(n for _, n in counts[1])]

@@ -42,6 +42,7 @@ class Page:
     next_offset: int | None  # None when the list is complete
     added: int = 0  # how many the relevance window added (core.history.preceding)
     by_next: frozenset[int] = frozenset()  # those of them on this page
+    frequencies: Frequencies | None = None  # what the window was re-ranked with, for the next pages
 
 
 def cut(text: str, limit: int) -> tuple[str, bool]:
@@ -94,12 +95,13 @@ class HistorySearch:
         scope = Scope(thread_id, snap, request.start, request.end, request.before)
         matcher, split = await self._matcher(usable, scope, cursor)
         offset, added = (cursor.offset, cursor.added) if cursor else (0, 0)
+        counted = _from_cursor(cursor.counts) if cursor and cursor.counts else None
         try:
-            page = await self._page(matcher, scope, request, terms, owner, offset, added)
+            page = await self._page(matcher, scope, request, terms, owner, offset, added, counted)
         except IndexFailure:
-            page, split = await self._page(self._database, scope, request, terms, owner, offset, added), None
+            page, split = await self._page(self._database, scope, request, terms, owner, offset, added, counted), None
         deep = page.next_offset is not None and page.next_offset > MAX_OFFSET
-        following = Cursor(search_print, page.next_offset or 0, snap, split, page.added)
+        following = Cursor(search_print, page.next_offset or 0, snap, split, page.added, _for_cursor(page.frequencies))
         next_cursor = None if page.next_offset is None or deep else encode(following, key)
         results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None, page.by_next)
         answer: dict[str, Any] = {
@@ -161,10 +163,11 @@ class HistorySearch:
 
     async def _page(
         self, matcher: Matcher, scope: Scope, request: SearchRequest, terms: QueryTerms | None, owner: Owner,
-        offset: int, added: int,
+        offset: int, added: int, counted: Frequencies | None,
     ) -> Page:
         limit = request.limit
         by_next: frozenset[int] = frozenset()
+        frequencies = None
         if terms is None:
             total = await self._database.count_period(scope)
             ids = await self._database.period(scope, request.order is Order.NEWEST, limit, offset)
@@ -173,40 +176,53 @@ class HistorySearch:
             ids = await matcher.newest(terms.terms, scope, limit, offset)
         else:
             hints = Hints.of(request.query or "", owner.name, owner.zone)
-            ids, total, extra, added = await self._relevance(matcher, scope, terms, hints, limit, offset, added)
+            ids, total, extra, added, frequencies = await self._relevance(
+                matcher, scope, terms, hints, limit, offset, added, counted)
             by_next = frozenset(ids) & extra
         end = offset + len(ids)
-        return Page(tuple(ids), total, end if end < total and ids else None, added, by_next)
+        return Page(tuple(ids), total, end if end < total and ids else None, added, by_next, frequencies)
 
     async def _relevance(
         self, matcher: Matcher, scope: Scope, terms: QueryTerms, hints: Hints, limit: int, offset: int, added: int,
-    ) -> tuple[list[int], int, frozenset[int], int]:
+        counted: Frequencies | None,
+    ) -> tuple[list[int], int, frozenset[int], int, Frequencies | None]:
         """One page of the relevance order (the re-ranked window first, then the backend's
-        order), how many it lists in all, the window's added messages and their count.
+        order), how many it lists in all, the window's added messages and their count, and
+        the word statistics it was re-ranked with.
 
-        ``added`` is the first page's count (from the cursor): a page past the window
-        starts that much earlier in the backend's order.
+        ``added`` and ``counted`` are the first page's (from the cursor): a page past the
+        window starts that much earlier in the backend's order, and the window is re-ranked
+        with the first page's statistics, whatever the index holds now.
         """
         if offset >= WINDOW + added:
             total = await matcher.count_matches(terms.terms, scope)
             ranked = await matcher.ranked(terms.terms, scope, limit, offset - added)
-            return [h.id for h in ranked], total + added, frozenset(), added
+            return [h.id for h in ranked], total + added, frozenset(), added, counted
         hits, total = await matcher.ranked_and_counted(terms.terms, scope, WINDOW)
         if not hits:
-            return [], total, frozenset(), 0
+            return [], total, frozenset(), 0, counted
         extra = await preceding(self._database, self._messages, matcher, scope, terms.terms, hits)
         pool = [*hits, *extra]
         if all(h.seq is not None for h in pool):  # the derived index knows each one's place
             around = around_by_position(pool)
         else:
             around = await self._database.neighbours(scope.thread_id, [h.id for h in pool], NEIGHBOUR_REACH)
-        documents, per_stem = await matcher.frequencies(terms.terms, scope.thread_id)
-        ordered = rerank(pool, terms.stem_groups, around, Frequencies(documents, per_stem), hints)
+        frequencies = counted or Frequencies(*await matcher.frequencies(terms.terms, scope.thread_id))
+        ordered = rerank(pool, terms.stem_groups, around, frequencies, hints)
         ids = ordered[offset : offset + limit]
         if len(ids) < limit and len(hits) == WINDOW:
             more = await matcher.ranked(terms.terms, scope, limit - len(ids), WINDOW + max(0, offset - len(ordered)))
             ids += [h.id for h in more]
-        return ids, total + len(extra), frozenset(h.id for h in extra), len(extra)
+        return ids, total + len(extra), frozenset(h.id for h in extra), len(extra), frequencies
+
+
+def _for_cursor(frequencies: Frequencies | None) -> tuple[int, tuple[tuple[str, int], ...]] | None:
+    """Statistics as a cursor carries them."""
+    return None if frequencies is None else (frequencies.documents, tuple(frequencies.of.items()))
+
+
+def _from_cursor(counts: tuple[int, tuple[tuple[str, int], ...]]) -> Frequencies:
+    return Frequencies(counts[0], dict(counts[1]))
 
 
 def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:

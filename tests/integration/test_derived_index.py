@@ -517,6 +517,36 @@ async def test_the_tail_read_from_the_database_ranks_exactly_as_the_index_would(
     await engine.dispose()
 
 
+async def test_pages_keep_one_order_when_the_index_catches_up_between_them(tmp_path: Path) -> None:
+    """Page one counted the newest messages from the tail; when the index held them by page
+    two, they were counted twice (index and tail), "ferry" weighed less and the re-ranked
+    window came out in another order: a result shown twice, another never."""
+    engine, owner, store, _ = await _setup(tmp_path)
+    index = DerivedIndex(tmp_path / "index", engine, catch_up_every=None)
+    search = history_search(engine, store, index)
+    n = 0
+    for ferries in range(1, 6):
+        for islands in range(1, 6):
+            n += 1
+            await _say(store, owner, n, " ".join(["ferry"] * ferries + ["island"] * islands + ["sea"] * (n % 3)))
+    assert await index.ready_for(n)
+    for k in range(20):  # the tail: not indexed when page one is read
+        n += 1
+        last = await _say(store, owner, n, f"the ferry again, day {k}")
+    call = {"query": "ferry island", "limit": 5}
+    paged, cursor = [], None
+    while True:
+        answer = await search.search(owner, {**call, **({"cursor": cursor} if cursor else {})})
+        paged += [r["id"] for r in answer["results"]]
+        if not (cursor := answer["nextCursor"]):
+            break
+        assert await index.ready_for(last)  # the index holds the tail from page two on
+    whole = [r["id"] for r in (await search.search(owner, {"query": "ferry island", "limit": 50}))["results"]]
+    assert len(paged) == len(set(paged)) == 45 and paged == whole
+    await index.close()
+    await engine.dispose()
+
+
 class _ReloadSpy:
     """tantivy's index, telling whether the watermark already named a document the searcher
     could not yet see when the reader reloads (a search checking the index then rebuilt it)."""

@@ -163,7 +163,10 @@ async def test_a_validly_signed_cursor_still_cannot_ask_for_an_unbounded_offset(
     body = first["nextCursor"].split(".")[0]
     printed = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))["f"]
     for forged in (Cursor(printed, 2**40, 2**30), Cursor(printed, 10_001, 2**30), Cursor(printed, 5, 2**30, None, 2**40),
-                   Cursor(printed, 5, 2**30, None, -1), Cursor(printed, 5, 2**30, None, 11)):
+                   Cursor(printed, 5, 2**30, None, -1), Cursor(printed, 5, 2**30, None, 11),
+                   Cursor(printed, 5, 2**30, None, 0, (2**70, ())), Cursor(printed, 5, 2**30, None, 0, (-1, ())),
+                   Cursor(printed, 5, 2**30, None, 0, (9, (("boat", -5),))),
+                   Cursor(printed, 5, 2**30, None, 0, (9, tuple((f"s{n}", 1) for n in range(65))))):
         token = encode(forged, key)
         result = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": token})
         assert "error" in result and "cursor" in result["error"]
