@@ -5,10 +5,11 @@ existed when the first page was read, and who answered it: the derived index up 
 id (the rest from the database), or the database alone; later pages are answered the
 same way, so the order they page through is the first page's. Later pages never see messages that arrived in
 between, so paging has no duplicates and no gaps even while the conversation goes on.
-The first page's word statistics travel too: a later page re-ranks the same window with
-the same counts, though the index may have caught up in between (counting again would
-give the words other weights, and the pages another order: a result shown twice, another
-never). It also carries a fingerprint of the search (owner's thread, words, dates, order): a
+The first page's word statistics travel too when the derived index answered (they are
+the owner's thread's own; the database's count every owner's messages, and a cursor is
+readable): a later page re-ranks the same window with the same counts, though the index
+may have caught up in between (counting again would give the words other weights, and
+the pages another order: a result shown twice, another never). It also carries a fingerprint of the search (owner's thread, words, dates, order): a
 cursor reused with other parameters would silently page through a different list, so it
 is refused instead.
 
@@ -30,10 +31,12 @@ from typing import Any
 
 from core.errors import InvalidInput
 from core.history.preceding import PRECEDING_FROM
+from core.text import FORMS, MAX_QUERY_TERMS
 
 MAX_OFFSET = 10_000  # deeper than any reader pages; narrow with dates past it
 MAX_ID = 2**62  # every id and snapshot fits a signed 64-bit integer on both backends
-MAX_STEMS = 64  # a query's distinct words are fewer (core.text.query_terms)
+# a query's words with their irregular forms (core.text.query_terms): no cursor counts more stems
+MAX_STEMS = MAX_QUERY_TERMS * (1 + max((len(forms) for forms in FORMS.values()), default=0))
 _NOT_OURS = "That cursor is not one history_search returned; search again without it."
 
 
@@ -88,7 +91,7 @@ def decode(token: str, expected_fingerprint: str, key: bytes) -> Cursor:
         split = None if data.get("w") is None else int(data["w"])
         counts = _counts(data["q"]) if "q" in data else None
         cursor = Cursor(str(data["f"]), int(data["o"]), int(data["s"]), split, int(data.get("a", 0)), counts)
-    except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+    except (binascii.Error, ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, OverflowError) as exc:
         raise InvalidInput(_NOT_OURS) from exc
     if not (0 <= cursor.offset <= MAX_OFFSET and 0 <= cursor.snapshot <= MAX_ID
             and (cursor.split is None or 0 <= cursor.split <= cursor.snapshot)

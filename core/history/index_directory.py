@@ -40,7 +40,9 @@ from core.history.documents import ANALYZER, analyzer
 log = logging.getLogger("nod.history.index")
 FORMAT = 8  # bump when the schema, the analyzer or the settings change: the index is then rebuilt
 SETTINGS = {"docstore_compression": "lz4", "docstore_blocksize": 2048}
-WRITER_LOCK = ".tantivy-writer.lock"  # tantivy's own name for the lock its IndexWriter holds
+WRITER_LOCK = ".tantivy-writer.lock"  # tantivy's own names: the lock its IndexWriter holds,
+META_LOCK = ".tantivy-meta.lock"  # and the one that keeps its clean-up from deleting files being opened
+_CORRUPTION = ("Data corrupted", "FileDoesNotExist")  # tantivy's words for an unreadable meta file, a lost file
 
 
 class IndexDirectory:
@@ -75,35 +77,49 @@ class IndexDirectory:
             self.mark(None)
         if not (self.path / "meta.json").exists():
             self._new_meta(schema)
-        try:
-            index = tantivy.Index(schema, path=str(self.path), reuse=True)
-        except ValueError as exc:  # tantivy's "Data corrupted", a missing file, ...
-            index = self._made_anew(schema, exc)
+        index = self._opened_or_made_anew(schema)
         index.register_tokenizer(ANALYZER, analyzer())
         return index
 
+    def _opened_or_made_anew(self, schema: Any) -> Any:
+        try:
+            return tantivy.Index(schema, path=str(self.path), reuse=True)
+        except ValueError as exc:
+            if not _corrupted(exc):  # an I/O error (too many open files, …): kept, the database answers
+                raise
+            return self._made_anew(schema, exc)
+
     def _made_anew(self, schema: Any, error: ValueError) -> Any:
-        """A Nod index tantivy cannot open (a meta file cut short, a file lost) holds nothing
-        the database cannot give again: emptied and made anew, it is rebuilt by catching up,
-        and the database answers meanwhile. Left untouched where another process holds
-        tantivy's writer lock (tantivy takes it with ``flock`` on the same file): a process
-        writing here keeps its files, and this one searches the database."""
-        lock_file = self.path / WRITER_LOCK
-        with open(lock_file, "a") as lock:
+        """A Nod index tantivy cannot read (a meta file cut short, a file it lists but lacks)
+        holds nothing the database cannot give again: emptied and made anew, it is rebuilt by
+        catching up, and the database answers meanwhile. Done under tantivy's writer lock
+        (tantivy takes it with ``flock`` on the same file), held until the new index is open:
+        a process writing here keeps its files, and of two processes that both failed to open
+        it, the second finds the first's new index. The meta file goes first and the marker
+        stays (replaced whole at the end), so a kill part way leaves a marked directory that
+        opens as an empty index; the lock files stay (unlinking a held lock splits it in two)."""
+        with open(self.path / WRITER_LOCK, "a") as lock:
             try:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise IndexFailure("The search index cannot be opened and another process writes it; "
                                    "the database's own index answers.") from error
+            try:  # made anew by another process meanwhile?
+                return tantivy.Index(schema, path=str(self.path), reuse=True)
+            except ValueError as again:
+                if not _corrupted(again):
+                    raise
             log.warning("search_index_rebuild reason=unreadable error=%s dir=%s", type(error).__name__, self.path)
+            (self.path / "meta.json").unlink(missing_ok=True)
+            kept = {self._marker.name, self._staged.name, WRITER_LOCK, META_LOCK}
             for entry in self.path.iterdir():
                 if entry.is_dir():
                     shutil.rmtree(entry)
-                elif entry.name != WRITER_LOCK:  # kept: unlinking a held lock file splits the lock in two
+                elif entry.name not in kept:
                     entry.unlink()
             self.mark(None)
             self._new_meta(schema)
-        return tantivy.Index(schema, path=str(self.path), reuse=True)
+            return tantivy.Index(schema, path=str(self.path), reuse=True)
 
     def _new_meta(self, schema: Any) -> None:
         """An empty index's meta file with SETTINGS, created only if none exists (see above).
@@ -167,3 +183,8 @@ def _sync_directory(path: Path) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
+
+
+def _corrupted(error: ValueError) -> bool:
+    """tantivy-py reports every failure as ValueError: only these say the files are damaged."""
+    return any(words in str(error) for words in _CORRUPTION)

@@ -101,7 +101,9 @@ class HistorySearch:
         except IndexFailure:
             page, split = await self._page(self._database, scope, request, terms, owner, offset, added, counted), None
         deep = page.next_offset is not None and page.next_offset > MAX_OFFSET
-        following = Cursor(search_print, page.next_offset or 0, snap, split, page.added, _for_cursor(page.frequencies))
+        # only the index's counts travel: they are the thread's own, the database's every owner's (a cursor is readable)
+        counts = _for_cursor(page.frequencies) if split is not None else None
+        following = Cursor(search_print, page.next_offset or 0, snap, split, page.added, counts)
         next_cursor = None if page.next_offset is None or deep else encode(following, key)
         results = await self._results(owner, thread_id, page.ids, True, terms.stems if terms else None, page.by_next)
         answer: dict[str, Any] = {

@@ -4,7 +4,7 @@ Catching the index up commits a segment: 15–20 ms on a million-message index, 
 every search when each caught up first. So a search asks the index only up to the id it
 already holds (the ``split``, kept in later pages' cursors so every page sees the same
 order) and reads the searched thread's messages after it from the database — on a live
-conversation a handful (stemmed once, see ``_read``), found through ``messages (thread_id, id)`` — matching, shaping and
+conversation a handful (stemmed once, see ``_message``), found through ``messages (thread_id, id)`` — matching, shaping and
 placing them here exactly as the index would (core.history.documents). The index catches
 up in the background (core.history.derived). Ids above the split come first in the
 backend's order; the re-ranked window then orders them among the rest.

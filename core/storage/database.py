@@ -128,6 +128,8 @@ async def writing(engine: AsyncEngine, single_statement: bool = False) -> AsyncI
     ``single_statement``: the body runs one write (plus reads), which SQLite applies
     atomically on its own, so no BEGIN and COMMIT round trips are spent on it.
     """
+    if engine.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+        raise TypeError("writing() needs a transactional engine, not for_reads(engine): each statement would commit alone")
     if not is_sqlite(engine):
         async with engine.begin() as conn:
             yield conn

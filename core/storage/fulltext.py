@@ -254,38 +254,38 @@ class FullText(ThreadReads):
     """The database's index as a Matcher, with the thread reads of a search (ThreadReads)."""
 
     async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await count_matches(conn, terms, scope, own_words)
 
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await ranked(conn, terms, scope, limit, offset)
 
     async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await ranked(conn, terms, scope, limit, 0), await count_matches(conn, terms, scope)
 
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await newest(conn, terms, scope, limit, offset)
 
     async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await which_match(conn, terms, scope, ids)
 
     async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
         """The whole database's (FTS5's and tsvector's statistics are not kept per thread)."""
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await frequencies(conn, terms)
 
     async def count_period(self, scope: Scope) -> int:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await count_period(conn, scope)
 
     async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await period(conn, scope, newest_first, limit, offset)
 
     async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await related(conn, thread_id, request, older_than, count)

@@ -137,24 +137,24 @@ class ThreadReads:
     """The conversation port's reads (core.ports.Conversation) that need no full-text index."""
 
     def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = for_reads(engine)
+        self._reads = for_reads(engine)  # reads only: on PostgreSQL in autocommit, never for writes
 
     async def current(self, owner_id: int) -> tuple[int, int] | None:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await current(conn, owner_id)
 
     async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await neighbours(conn, thread_id, ids, reach)
 
     async def shown(
         self, thread_id: int, ids: Sequence[int]
     ) -> tuple[dict[int, StoredMessage], dict[int, tuple[int | None, int | None]]]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await shown(conn, thread_id, ids)
 
     async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]:
-        async with self._engine.connect() as conn:
+        async with self._reads.connect() as conn:
             return await window(conn, thread_id, message_id, each_side)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import fcntl
 import json
 import logging
@@ -121,8 +122,11 @@ async def test_an_index_tantivy_cannot_open_is_made_anew_unless_another_process_
         found = await history_search(engine, store, blocked).search(owner, {"query": "door"})
         assert [r["id"] for r in found["results"]] == [message]  # the database answered
         assert (folder / "meta.json").read_text() == meta
+    lock = (folder / WRITER_LOCK).stat().st_ino
     index = DerivedIndex(folder, engine, catch_up_every=None)
     assert index.watermark == 0 and json.loads((folder / "meta.json").read_text())["index_settings"]
+    assert (folder / WRITER_LOCK).stat().st_ino == lock  # the same lock file: never split in two
+    assert json.loads((folder / "nod-format.json").read_text())["format"] == FORMAT
     assert await index.ready_for(message) and index.watermark == message
     found = await history_search(engine, store, index).search(owner, {"query": "door"})
     assert [r["id"] for r in found["results"]] == [message]
@@ -543,6 +547,31 @@ async def test_pages_keep_one_order_when_the_index_catches_up_between_them(tmp_p
         assert await index.ready_for(last)  # the index holds the tail from page two on
     whole = [r["id"] for r in (await search.search(owner, {"query": "ferry island", "limit": 50}))["results"]]
     assert len(paged) == len(set(paged)) == 45 and paged == whole
+    await index.close()
+    await engine.dispose()
+
+
+async def test_a_cursor_carries_counts_only_of_the_owner_s_own_thread(tmp_path: Path) -> None:
+    """A cursor is readable (signed, not sealed): the database's counts cover every owner's
+    messages, so only the derived index's, the thread's own, travel in it."""
+    engine, ana, store, db = await _setup(tmp_path)
+    bo = await OwnerStore(engine).add("bo", "UTC", (), T0)
+    for n in range(5):
+        await _say(store, bo, n, f"zanzibar again {n}")
+    last = 0
+    for n in range(2):
+        last = await _say(store, ana, 10 + n, f"zanzibar {n}")
+    index = DerivedIndex(tmp_path / "index", engine, catch_up_every=None)
+    assert await index.ready_for(last)
+
+    def carried(answer: dict[str, Any]) -> Any:
+        body = answer["nextCursor"].split(".")[0]
+        return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))).get("q")
+
+    call = {"query": "zanzibar", "limit": 1}
+    # two messages; "zanzibar" in both texts and in the second one's context (the first): Bo's five never count
+    assert carried(await history_search(engine, store, index).search(ana, call)) == [2, {"zanzibar": 3}]
+    assert carried(await history_search(engine, store, None).search(ana, call)) is None
     await index.close()
     await engine.dispose()
 

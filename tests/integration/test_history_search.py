@@ -19,6 +19,7 @@ from core.owner import Owner
 from core.storage.fulltext import FullText
 from core.storage.message_store import MessageStore
 from core.storage.owner_store import OwnerStore
+from core.text import FORMS, STOP_WORDS
 
 T0 = datetime(2024, 5, 8, 12, 0, tzinfo=UTC)
 
@@ -108,6 +109,27 @@ async def test_each_result_shows_its_own_neighbours_never_a_tool_message_or_anot
     assert shown[second]["before"]["id"] == first and shown[second]["after"]["id"] == reply
     assert shown[reply]["before"]["id"] == second and shown[reply]["after"]["id"] == last
     assert shown[last]["before"]["id"] == reply and shown[last]["after"] is None
+
+
+async def test_a_query_of_many_irregular_words_still_pages_on(engine: AsyncEngine) -> None:
+    """Thirty-two words with their irregular forms are ~100 stems; the cursor carrying their
+    counts once refused its own next page ("not one history_search returned")."""
+    chat = await _chat(engine)
+    irregular: list[str] = []  # words of the largest families, none sharing a form
+    for word in sorted(FORMS, key=lambda w: -len(FORMS[w])):
+        if word not in STOP_WORDS and not {word, *FORMS[word]} & {f for w in irregular for f in (w, *FORMS[w])}:
+            irregular.append(word)
+    irregular = irregular[:32]
+    for word in irregular[:12]:
+        await chat.say(f"{word} on the trip")
+    seen: list[int] = []
+    answer = await chat.search(query=" ".join(irregular), limit=5)
+    while True:
+        seen += _ids(answer)
+        if not answer["nextCursor"]:
+            break
+        answer = await chat.search(query=" ".join(irregular), limit=5, cursor=answer["nextCursor"])
+    assert len(seen) == len(set(seen)) == 12
 
 
 @pytest.mark.parametrize(

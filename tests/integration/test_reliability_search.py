@@ -155,7 +155,7 @@ async def test_a_forged_cursor_is_refused_with_a_sentence(tmp_path: Path) -> Non
 
 
 async def test_a_validly_signed_cursor_still_cannot_ask_for_an_unbounded_offset(tmp_path: Path) -> None:
-    from core.history.cursor import Cursor, encode, fingerprint  # as if the key had leaked
+    from core.history.cursor import MAX_STEMS, Cursor, encode, fingerprint  # as if the key had leaked
 
     engine, tools, owner, first = await _paged(tmp_path)
     async with engine.connect() as conn:
@@ -166,7 +166,7 @@ async def test_a_validly_signed_cursor_still_cannot_ask_for_an_unbounded_offset(
                    Cursor(printed, 5, 2**30, None, -1), Cursor(printed, 5, 2**30, None, 11),
                    Cursor(printed, 5, 2**30, None, 0, (2**70, ())), Cursor(printed, 5, 2**30, None, 0, (-1, ())),
                    Cursor(printed, 5, 2**30, None, 0, (9, (("boat", -5),))),
-                   Cursor(printed, 5, 2**30, None, 0, (9, tuple((f"s{n}", 1) for n in range(65))))):
+                   Cursor(printed, 5, 2**30, None, 0, (9, tuple((f"s{n}", 1) for n in range(MAX_STEMS + 1))))):
         token = encode(forged, key)
         result = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": token})
         assert "error" in result and "cursor" in result["error"]

@@ -19,7 +19,7 @@ from core.memory import document as ops
 from core.memory.model import Origin
 from core.message import NewMessage, Role
 from core.owner import Identity
-from core.storage.database import create_engine, for_reads
+from core.storage.database import create_engine, for_reads, writing
 from core.storage.memory_store import MEMORY_PATH, MemoryStore
 from core.storage.message_store import MessageStore
 from core.storage.migrations import MIGRATIONS, migrate
@@ -86,6 +86,9 @@ async def test_reads_leave_no_transaction_open_and_writes_keep_theirs(engine: As
             await conn.execute(text("SELECT 1"))
             raw = (await conn.get_raw_connection()).driver_connection
             assert raw is not None and raw.is_in_transaction()
+        with pytest.raises(TypeError, match="transactional"):  # a write on it would commit statement by statement
+            async with writing(for_reads(engine)):
+                pass
 
 
 async def test_a_stale_write_never_overwrites_a_newer_version(engine: AsyncEngine) -> None:
@@ -117,7 +120,7 @@ def test_writers_in_separate_processes_all_land(tmp_path: Path) -> None:
         from core.clock import SystemClock
         from core.memory import document as ops
         from core.memory.model import Origin
-        from core.storage.database import create_engine, for_reads
+        from core.storage.database import create_engine, for_reads, writing
         from core.storage.memory_store import MemoryStore
         from core.storage.migrations import migrate
         from core.storage.objects import ObjectStore
