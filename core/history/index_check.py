@@ -48,7 +48,6 @@ class _Check:
 class IndexCheck(IndexReads):
     """The check; the index's life (core.history.derived) provides the state and the writer."""
 
-    _engine: AsyncEngine
     _reads: AsyncEngine  # the engine for reads (core.storage.database.for_reads)
     _directory: Path
     _place: IndexDirectory

@@ -82,14 +82,20 @@ class IndexDirectory:
         return index
 
     def _opened_or_made_anew(self, schema: Any) -> Any:
+        opened = self._opened_unless_damaged(schema)
+        return opened if opened is not None else self._made_anew(schema)
+
+    def _opened_unless_damaged(self, schema: Any) -> Any | None:
+        """The index, or None when tantivy says its files are damaged; any other failure (an
+        I/O error such as too many open files) is raised: the index is kept, the database answers."""
         try:
             return tantivy.Index(schema, path=str(self.path), reuse=True)
         except ValueError as exc:
-            if not _corrupted(exc):  # an I/O error (too many open files, …): kept, the database answers
-                raise
-            return self._made_anew(schema, exc)
+            if any(words in str(exc) for words in _CORRUPTION):
+                return None
+            raise
 
-    def _made_anew(self, schema: Any, error: ValueError) -> Any:
+    def _made_anew(self, schema: Any) -> Any:
         """A Nod index tantivy cannot read (a meta file cut short, a file it lists but lacks)
         holds nothing the database cannot give again: emptied and made anew, it is rebuilt by
         catching up, and the database answers meanwhile. Done under tantivy's writer lock
@@ -103,13 +109,11 @@ class IndexDirectory:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise IndexFailure("The search index cannot be opened and another process writes it; "
-                                   "the database's own index answers.") from error
-            try:  # made anew by another process meanwhile?
-                return tantivy.Index(schema, path=str(self.path), reuse=True)
-            except ValueError as again:
-                if not _corrupted(again):
-                    raise
-            log.warning("search_index_rebuild reason=unreadable error=%s dir=%s", type(error).__name__, self.path)
+                                   "the database's own index answers.") from None
+            opened = self._opened_unless_damaged(schema)  # made anew by another process meanwhile?
+            if opened is not None:
+                return opened
+            log.warning("search_index_rebuild reason=unreadable dir=%s", self.path)
             (self.path / "meta.json").unlink(missing_ok=True)
             kept = {self._marker.name, self._staged.name, WRITER_LOCK, META_LOCK}
             for entry in self.path.iterdir():
@@ -184,7 +188,3 @@ def _sync_directory(path: Path) -> None:
     finally:
         os.close(handle)
 
-
-def _corrupted(error: ValueError) -> bool:
-    """tantivy-py reports every failure as ValueError: only these say the files are damaged."""
-    return any(words in str(error) for words in _CORRUPTION)

@@ -72,11 +72,9 @@ async def neighbours(
     return {row[0]: tuple(row[1:]) for row in rows}
 
 
-@lru_cache(maxsize=2)
-def _shown_query(postgresql: bool) -> Any:
+@lru_cache(maxsize=1)
+def _shown_query() -> Any:
     """The messages asked for and the one before and after each (``thread`` and ``ids`` bound)."""
-    if postgresql:
-        return _SHOWN_POSTGRESQL
     near = _neighbours_query(1).subquery()
     wanted: Any = bindparam("ids", expanding=True)
     # one list of ids, then the rows by primary key: PostgreSQL plans ``id IN (…) OR id IN
@@ -112,7 +110,8 @@ async def shown(
     """
     if not ids:
         return {}, {}
-    rows = await conn.execute(_shown_query(conn.dialect.name == "postgresql"), {"thread": thread_id, "ids": list(ids)})
+    query = _SHOWN_POSTGRESQL if conn.dialect.name == "postgresql" else _shown_query()
+    rows = await conn.execute(query, {"thread": thread_id, "ids": list(ids)})
     found = {message.id: message for message in stored_messages(rows)}
     line = sorted(i for i, m in found.items() if m.thread_id == thread_id and m.role.value != "tool")
     near: dict[int, tuple[int | None, int | None]] = {}
