@@ -13,6 +13,10 @@ from dataclasses import dataclass
 
 MAX_CHOICES = 6
 MAX_CHOICE_CHARS = 40
+# A reply is at most this long, stored and sent: two Telegram messages, five WhatsApp
+# parts. A runaway model must not flood the owner with hundreds of messages.
+MAX_REPLY_CHARS = 8_000
+CUT_NOTE = "\n\n(My answer ran too long, so I cut it here. Ask me for the rest if you need it.)"
 
 
 def choice_lines(choices: tuple[str, ...]) -> str:
@@ -24,6 +28,18 @@ def choice_lines(choices: tuple[str, ...]) -> str:
 class Reply:
     text: str
     choices: tuple[str, ...] = ()
+
+    def bounded(self) -> Reply:
+        """At most ``MAX_REPLY_CHARS``, cut at a line or word end and saying so when longer."""
+        if len(self.text) <= MAX_REPLY_CHARS:
+            return self
+        head = self.text[:MAX_REPLY_CHARS - len(CUT_NOTE)]
+        for stop in ("\n", " "):
+            at = head.rfind(stop)
+            if at > len(head) // 2:
+                head = head[:at]
+                break
+        return Reply(head.rstrip() + CUT_NOTE, self.choices)
 
     def text_form(self) -> str:
         """The text with the choices listed under it: what a reader without buttons sees."""

@@ -33,12 +33,14 @@ Delivery is shielded: once a checked answer exists it is stored as Nod's message
 handed to the reply sink even if a stop arrives in that instant, so what the owner
 received and what Nod remembers saying never differ.
 
-Nothing is lost to a crash. The request is stored ``awaiting`` before anything
-acknowledges it; storing the reply settles it in the same transaction, before the reply
-is sent, so a request is answered at most once. A turn, once it holds the owner's lock,
-first checks that its request still awaits (another worker may have answered it).
-``recover`` finds the requests a dead process left awaiting and answers them — or, past
-``RECOVER_WITHIN``, tells the owner it could not answer in time — once, on any worker.
+Nothing is lost to a crash, and nothing is said twice. The request is stored ``awaiting``
+before anything acknowledges it; storing the reply settles it in the same transaction and
+puts the reply in the outbox, and only then is it sent — a reply that could not be stored
+is never sent, and the request waits for recovery. A turn, once it holds the owner's lock,
+answers the owner's newest awaiting request (another worker may have answered its own, or
+a later one may have committed out of id order). ``recover`` answers the requests a dead
+process left awaiting — or, past ``RECOVER_WITHIN``, tells the owner it could not answer in
+time — and sends the replies it stored but never sent, once, on any worker.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from typing import Protocol
 
 from core.agent.listening import Listener
 from core.agent.slots import DEFAULT_SLOTS, WorkSlots
+from core.agent.store_retries import StoreRetries
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.agent.turn_context import TurnOrigin, begin
 from core.errors import DeliveryFailed
@@ -63,6 +66,7 @@ from core.voice import AudioSource
 log = logging.getLogger("nod.agent")
 TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."
 RECOVER_WITHIN = timedelta(hours=6)  # older requests left by a crash get a note, not a late answer
+DELIVERY_GRACE = timedelta(minutes=5)  # a stored reply is resent only when no live delivery can still be trying
 TOO_LATE = ("Sorry, I was interrupted and couldn't answer your message of {when} in time. "
             "If you still need it, please ask again.")
 
@@ -81,7 +85,8 @@ class TurnLocks(Protocol):
 
 class Conductor:
     def __init__(self, deps: TurnDeps, sink: ReplySink, locks: TurnLocks | None = None,
-                 work_slots: int = DEFAULT_SLOTS, audio: Mapping[str, AudioSource] | None = None) -> None:
+                 work_slots: int = DEFAULT_SLOTS, audio: Mapping[str, AudioSource] | None = None,
+                 delivery_grace: timedelta = DELIVERY_GRACE) -> None:
         self._deps = deps
         self._sink = sink
         self._listener = Listener(deps.gateway, deps.messages, audio or {})
@@ -90,6 +95,9 @@ class Conductor:
         self._turns: dict[int, asyncio.Task[None]] = {}
         self._starting: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
+        self._sending: set[int] = set()  # replies whose first delivery runs in this process
+        self._retries = StoreRetries()
+        self._delivery_grace = delivery_grace
 
     async def receive(self, owner: Owner, inbound: Inbound) -> StoredMessage | None:
         """Store the owner's message and start (or restart) the owner's turn for it.
@@ -158,18 +166,21 @@ class Conductor:
                    for task in (self._turns.get(owner_id), self._starting.get(owner_id)))
 
     async def recover(self, channels: Collection[str], owner_id: int | None = None) -> int:
-        """Answer the requests a stopped process left awaiting on ``channels``; how many were taken up.
+        """Answer the requests a stopped process left awaiting on ``channels``, and send the
+        replies it stored but never handed over; how many of either were taken up.
 
         Owners with a turn in this process are left to it. A turn taken up here still waits
-        for the owner's lock and re-checks its request, so a worker that is answering it
-        already (or finishes first) keeps it, and it is never answered twice.
+        for the owner's lock and answers the owner's newest awaiting request, so a worker
+        that is answering it already (or finishes first) keeps it, and it is never answered twice.
         """
-        taken = 0
+        taken = await self._send_owed(channels, owner_id)
         now = self._deps.clock.now()
         for request in await self._deps.messages.awaiting_requests():
             if request.channel not in channels or self._busy(request.owner_id):
                 continue
             if owner_id is not None and request.owner_id != owner_id:
+                continue
+            if not self._retries.due(request.id, now):
                 continue
             owner = await self._deps.owners.by_id(request.owner_id)
             sender = await self._reply_address(owner, request)
@@ -178,6 +189,25 @@ class Conductor:
             self._starting[owner.id] = asyncio.create_task(self._start(owner, request, sender, late))
             taken += 1
         return taken
+
+    async def _send_owed(self, channels: Collection[str], owner_id: int | None) -> int:
+        """Replies stored at least ``delivery_grace`` ago that no channel took: a process died
+        between storing and sending. Each is taken off the outbox first (one worker wins)."""
+        now = self._deps.clock.now()
+        sent = 0
+        for reply in await self._deps.messages.undelivered(now - self._delivery_grace):
+            if reply.channel not in channels or reply.id in self._sending:
+                continue
+            if (owner_id is not None and reply.owner_id != owner_id) or not await self._deps.messages.delivered(reply.id):
+                continue
+            if now - reply.sent_at > RECOVER_WITHIN:
+                log.info("reply_not_resent owner=%s message=%s reason=too_old", reply.owner_id, reply.id)
+                continue
+            owner = await self._deps.owners.by_id(reply.owner_id)
+            log.info("reply_resent owner=%s message=%s", owner.id, reply.id)
+            await self._send(owner, await self._reply_address(owner, reply), Reply(reply.text))
+            sent += 1
+        return sent
 
     async def _reply_address(self, owner: Owner, request: StoredMessage) -> Identity:
         if request.address:
@@ -213,24 +243,26 @@ class Conductor:
 
     async def _turn(self, owner: Owner, request: StoredMessage, sender: Identity, late: bool = False) -> None:
         across = self._locks_across.turn(owner.id) if self._locks_across is not None else nullcontext()
-        delivered = False
         try:
             async with across, self._slots.held():  # another worker's turn for this owner ends (and delivers) first
-                if not await self._deps.messages.is_awaiting(request.id):
+                newest = await self._deps.messages.newest_awaiting(owner.id)
+                if newest is None:
                     log.info("turn_skipped owner=%s message=%s reason=answered", owner.id, request.id)
                     return
+                if newest.id != request.id:  # a later request committed meanwhile (another worker, out of id order)
+                    log.info("turn_answers_newest owner=%s message=%s newest=%s", owner.id, request.id, newest.id)
+                    late = late and self._deps.clock.now() - newest.sent_at > RECOVER_WITHIN
+                    request, sender = newest, await self._reply_address(owner, newest)
                 if late:
                     when = request.sent_at.astimezone(owner.zone).strftime("%Y-%m-%d %H:%M")
                     await asyncio.shield(self._deliver(owner, request, sender, Reply(TOO_LATE.format(when=when)), notice=True))
                 else:
                     await self._run(owner, request, sender)
-                delivered = True
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - the lock or the owner's row failed (the database): apologise once
             log.exception("turn_failed owner=%s message=%s", owner.id, request.id)
-            if not delivered:
-                await asyncio.shield(self._deliver(owner, request, sender, Reply(TURN_FAILED), notice=True))
+            await asyncio.shield(self._deliver(owner, request, sender, Reply(TURN_FAILED), notice=True))
 
     async def _run(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         heard = await self._listener.hear(request)  # a voice note becomes its transcript first
@@ -258,20 +290,43 @@ class Conductor:
     async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply, notice: bool = False) -> None:
         """Store the reply and settle the request (one transaction), then hand it to the channel.
 
+        Nothing is sent that was not stored: when storing fails the request stays awaiting
+        and recovery answers it later, once. The stored reply stays owed (the outbox) until
+        the channel has taken it; the one window left is a crash after the channel took it
+        and before that is recorded, when recovery sends it a second time.
         A notice (an apology) settles the request without being stored: it is not something
         Nod said in the conversation, and must not come back in later prompts as if it were.
         """
+        reply = reply.bounded()
         try:
             if notice:
-                claimed = await self._deps.messages.claim(request.id, owner.id)
+                stored = None
+                if not await self._deps.messages.claim(request.id, owner.id):
+                    return  # answered elsewhere meanwhile, or stopped: never a second reply
             else:
-                claimed = await self._deps.messages.answer(request.id, owner.id, NewMessage(
-                    owner.id, Role.ASSISTANT, reply.text_form(), request.channel, self._deps.clock.now(),
-                    origin=TurnOrigin.OWNER_MESSAGE.value)) is not None
-            if not claimed:  # answered elsewhere meanwhile, or stopped: never a second reply
-                return
-        except Exception:  # noqa: BLE001 - still answer the owner when storing the reply failed
-            log.exception("reply_store_failed owner=%s", owner.id)
+                stored = await self._deps.messages.answer(request.id, owner.id, NewMessage(
+                    owner.id, Role.ASSISTANT, reply.text_form(), to.channel, self._deps.clock.now(),
+                    origin=TurnOrigin.OWNER_MESSAGE.value, address=to.external_id))
+                if stored is None:
+                    return
+        except Exception:  # noqa: BLE001 - the database failed: send nothing, recovery answers later
+            log.exception("reply_not_stored owner=%s message=%s; not sent, left for recovery", owner.id, request.id)
+            self._retries.failed(request.id, self._deps.clock.now())
+            return
+        if stored is None:
+            await self._send(owner, to, reply)
+            return
+        self._sending.add(stored.id)
+        try:
+            await self._send(owner, to, reply)
+            await self._deps.messages.delivered(stored.id)
+        except Exception:  # noqa: BLE001 - sent but not recorded: recovery may send it once more
+            log.exception("reply_delivery_unrecorded owner=%s message=%s", owner.id, stored.id)
+        finally:
+            self._sending.discard(stored.id)
+
+    async def _send(self, owner: Owner, to: Identity, reply: Reply) -> None:
+        """Hand the reply to its channel; a channel that gives up is logged (the reply is stored)."""
         try:
             await self._sink.deliver(owner, to, reply)
         except DeliveryFailed as exc:

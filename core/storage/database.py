@@ -222,7 +222,10 @@ def create_engine(url: str = DEFAULT_URL, *, pool_size: int = 5) -> AsyncEngine:
         if importlib.util.find_spec("asyncpg") is None:
             raise ConfigError("NOD_DATABASE_URL is PostgreSQL, but asyncpg is not installed: "
                               "pip install -e '.[postgres]'.")
-        return create_async_engine(parsed, pool_size=pool_size, max_overflow=pool_size * 2, hide_parameters=True)
+        # pre-ping: a pooled connection a PostgreSQL restart killed is replaced before use,
+        # not found dead by the first statement after the restart
+        return create_async_engine(parsed, pool_size=pool_size, max_overflow=pool_size * 2, hide_parameters=True,
+                                   pool_pre_ping=True)
     raise ConfigError(
         "NOD_DATABASE_URL must start with sqlite+aiosqlite:// or postgresql+asyncpg://, "
         f"not {driver}://."

@@ -14,13 +14,15 @@ turn lock of a worker lives on one dedicated connection (session-level advisory 
 are per session, any number of keys): a worker with hundreds of turns waiting for their
 models holds one connection for them, not hundreds — measured, one connection per turn
 emptied the pool and timed out webhooks under a burst. If that connection dies, its
-locks go with it and the next turn opens a new one. On SQLite ``turn`` is free: the
+locks go with it and a new one is opened at once: the statement that found it dead (a
+PostgreSQL restart) runs again on the new one, so no turn fails on a stale connection. On SQLite ``turn`` is free: the
 conductor already runs one turn per owner in its process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -28,6 +30,7 @@ from types import TracebackType
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+log = logging.getLogger("nod.storage")
 _NAMESPACE = 0x4E0D  # the advisory-lock key space for per-owner maintenance
 _TURNS = 0x4E0E  # ... and for per-owner agent turns
 TURN_POLL_S = 0.1
@@ -115,16 +118,25 @@ class DatabaseLocks:
         release.add_done_callback(self._releasing.discard)
 
     async def _on_turn_conn(self, statement: str, key: dict[str, int]) -> bool:
+        """``statement`` on the shared connection. A connection the server dropped (a restart)
+        is replaced once: a try-lock runs again on the new one; an unlock has nothing left to
+        release, since a session's advisory locks end with it."""
         async with self._turn_guard:
-            try:
-                if self._turn_conn is None:
-                    self._turn_conn = await self.engine.connect()
-                result = bool((await self._turn_conn.execute(text(statement), key)).scalar())
-                await self._turn_conn.commit()
-                return result
-            except Exception:
-                await self._drop_turn_conn()  # its locks are gone with it; the next call reconnects
-                raise
+            for attempt in (1, 2):
+                try:
+                    if self._turn_conn is None:
+                        self._turn_conn = await self.engine.connect()
+                    result = bool((await self._turn_conn.execute(text(statement), key)).scalar())
+                    await self._turn_conn.commit()
+                    return result
+                except Exception as exc:
+                    await self._drop_turn_conn()  # its locks are gone with it
+                    if attempt == 2 or not getattr(exc, "connection_invalidated", False):
+                        raise
+                    log.warning("turn_lock_connection_lost; reconnecting")
+                    if statement == _UNLOCK:
+                        return False
+            raise AssertionError("unreachable")
 
     async def _drop_turn_conn(self) -> None:
         conn, self._turn_conn = self._turn_conn, None

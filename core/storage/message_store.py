@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import Clock
 from core.message import Appended, NewMessage, Role, StoredMessage, VoiceNote
-from core.storage import fence
+from core.storage import fence, outbox
 from core.storage.database import writing
 from core.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
 from core.storage.schema import messages, owners, threads
@@ -188,10 +188,27 @@ class MessageStore:
                 return None
             row = (await conn.execute(insert(messages).values(**values).returning(*messages.c))).one()
             await conn.execute(self._settling(owner_id, request_id))
+            await outbox.add(conn, row.id, owner_id, reply.sent_at)  # owed until the channel takes it
         stored = stored_message(row)
         log.info("message_stored owner=%s message=%s role=%s channel=%s answers=%s",
                  owner_id, stored.id, stored.role.value, stored.channel, request_id)
         return stored
+
+    async def delivered(self, reply_id: int) -> bool:
+        """The channel took the reply (or gave up on it): no longer owed; False when it was not."""
+        return await outbox.remove(self._engine, reply_id)
+
+    async def undelivered(self, stored_before: datetime) -> list[StoredMessage]:
+        """Replies stored before ``stored_before`` that no channel has taken yet, oldest first."""
+        return [stored_message(row) for row in await outbox.stored_before(self._engine, stored_before)]
+
+    async def newest_awaiting(self, owner_id: int) -> StoredMessage | None:
+        """The owner's newest request still awaiting its answer: the one a turn answers now."""
+        query = (select(messages).where(messages.c.owner_id == owner_id, messages.c.awaiting)
+                 .order_by(messages.c.id.desc()).limit(1))
+        async with self._engine.connect() as conn:
+            row = (await conn.execute(query)).first()
+        return stored_message(row) if row is not None else None
 
     async def claim(self, request_id: int, owner_id: int) -> bool:
         """Settle the owner's requests up to ``request_id`` without storing a reply; False when

@@ -323,6 +323,16 @@ _GMAIL = (
         used_at {time})""",
 )
 
+# Replies awaiting delivery (migration 11): a reply is stored with its outbox row in the
+# turn's transaction and the row goes once the channel accepted it, so a reply stored by a
+# process that died before sending it is sent by recovery, and one never stored is never sent.
+_OUTBOX = (
+    """CREATE TABLE outbox (
+        message_id {id} PRIMARY KEY REFERENCES messages(id),
+        owner_id INTEGER NOT NULL REFERENCES owners(id),
+        stored_at {time} NOT NULL)""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "owners, identities, threads, messages, objects, usage", _SQLITE_1, _POSTGRESQL_1),
     Migration(2, "messages in thread order", _THREAD_ORDER, _THREAD_ORDER),
@@ -340,6 +350,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               tuple(q.format(time="TIMESTAMPTZ", false="FALSE") for q in _GMAIL)),
     Migration(10, "related messages from history_search's index; the older full-text index dropped",
               _SQLITE_ONE_INDEX, _POSTGRESQL_ONE_INDEX),
+    Migration(11, "outbox: replies stored but not yet handed to their channel",
+              tuple(q.format(id="INTEGER", time="DATETIME") for q in _OUTBOX),
+              tuple(q.format(id="BIGINT", time="TIMESTAMPTZ") for q in _OUTBOX)),
 )
 
 _LEDGER = (

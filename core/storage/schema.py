@@ -119,6 +119,14 @@ receipts = Table(
     Column("received_at", UTCDateTime(), nullable=False),
 )
 
+outbox = Table(  # replies stored but not yet accepted by their channel
+    "outbox",
+    metadata,
+    Column("message_id", Integer, ForeignKey("messages.id"), primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("stored_at", UTCDateTime(), nullable=False),
+)
+
 objects = Table(
     "objects",
     metadata,

@@ -53,6 +53,7 @@ class Answer:
     usage: bool = True  # False: the server sends no usage at all
     cached: int | None = None  # prompt_tokens_details.cached_tokens
     error_message: str = "scripted failure"
+    hold: asyncio.Event | None = None  # answered only once the test sets it
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,8 @@ class FakeModelServer:
             return web.json_response({"error": {"message": broken, "type": "BadRequestError", "code": 400}}, status=400)
         queue = self.queues.get((body.get("model", ""), purpose_of(body)))
         answer = queue.popleft() if queue else Answer(content=UNSCRIPTED)
+        if answer.hold is not None:
+            await answer.hold.wait()
         if answer.delay_s:
             sleeping = asyncio.ensure_future(asyncio.sleep(answer.delay_s))
             self.sleeping.add(sleeping)

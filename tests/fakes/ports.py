@@ -33,6 +33,7 @@ class MemoryMessages:
     rows: dict[int, StoredMessage] = field(default_factory=dict)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     thread: dict[int, int] = field(default_factory=dict)
+    outbox: set[int] = field(default_factory=set)
 
     async def append(self, message: NewMessage) -> Appended:
         for row in self.rows.values():
@@ -62,7 +63,22 @@ class MemoryMessages:
         if not self.rows[request_id].awaiting:
             return None
         await self.settle(owner_id, request_id)
-        return (await self.append(reply)).message
+        stored = (await self.append(reply)).message
+        self.outbox.add(stored.id)
+        return stored
+
+    async def delivered(self, reply_id: int) -> bool:
+        if reply_id not in self.outbox:
+            return False
+        self.outbox.discard(reply_id)
+        return True
+
+    async def undelivered(self, stored_before: datetime) -> list[StoredMessage]:
+        return [self.rows[i] for i in sorted(self.outbox) if self.rows[i].sent_at < stored_before]
+
+    async def newest_awaiting(self, owner_id: int) -> StoredMessage | None:
+        waiting = [r for r in self.rows.values() if r.owner_id == owner_id and r.awaiting]
+        return max(waiting, key=lambda r: r.id) if waiting else None
 
     async def claim(self, request_id: int, owner_id: int) -> bool:
         if not self.rows[request_id].awaiting:

@@ -1,0 +1,37 @@
+"""Replies stored but not yet accepted by their channel: what recovery sends after a crash.
+
+A reply and its outbox row are written in the turn's one transaction (``MessageStore.answer``)
+and the row is deleted once the channel has taken the reply. So a reply is never sent unless
+it is stored, and a reply a dead process stored but never sent is still owed: recovery takes
+the row (deleting it, so one worker wins) and sends the stored text. Only rows older than a
+grace period are taken, so a delivery still retrying in a live worker is left to it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from core.storage.database import writing
+from core.storage.schema import messages, outbox
+
+
+async def add(conn: AsyncConnection, message_id: int, owner_id: int, stored_at: datetime) -> None:
+    """Inside the transaction that stores the reply."""
+    await conn.execute(insert(outbox).values(message_id=message_id, owner_id=owner_id, stored_at=stored_at))
+
+
+async def remove(engine: AsyncEngine, message_id: int) -> bool:
+    """The row gone; True when this call removed it (the caller now owns the delivery)."""
+    async with writing(engine, single_statement=True) as conn:
+        return bool((await conn.execute(delete(outbox).where(outbox.c.message_id == message_id))).rowcount)
+
+
+async def stored_before(engine: AsyncEngine, moment: datetime) -> list[object]:
+    """The rows of the replies stored before ``moment`` and still owed, oldest first."""
+    query = (select(messages).join(outbox, outbox.c.message_id == messages.c.id)
+             .where(outbox.c.stored_at < moment).order_by(outbox.c.message_id))
+    async with engine.connect() as conn:
+        return list((await conn.execute(query)).all())
