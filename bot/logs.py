@@ -4,14 +4,42 @@ Lines carry owner and message ids, never message text, notes or secrets; those a
 only when ``NOD_LOG_TEXT`` is on for debugging. Libraries are held to the same rule:
 their records' arguments (python-telegram-bot logs a whole unparsable update, with its
 text, at CRITICAL) are dropped before anything is written.
+
+Credentials that travel in URLs never reach a line, whoever logs them, tracebacks included:
+a query string (a sign-in link's ``?t=``, Google's ``?state=…&code=…``) and a long random
+path segment are replaced by "…". aiohttp quotes the start of a request line it refused
+(``LineTooLong``, a bad request) in the traceback it logs, and that start holds the token.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 
 _OWN = "nod"
+_QUERY = re.compile(r"""\?(?=[\w.~%-]*=)[^\s'"<>\\]*""")  # ?key=... up to a space or a quote
+# a path segment of 20+ token characters with letters and digits: a reset link's or a session's token
+_PATH_TOKEN = re.compile(r"(?<=/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}")
+
+
+def redact_urls(text: str) -> str:
+    """``text`` without URL query strings and path tokens."""
+    return _PATH_TOKEN.sub("…", _QUERY.sub("?…", text))
+
+
+class _UrlCredentials(logging.Filter):
+    """Every record, its traceback included, with URL credentials replaced (``redact_urls``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "?" in message or "/" in message:
+            record.msg, record.args = redact_urls(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_urls(record.exc_text)
+        return True
 
 
 class _LibraryArguments(logging.Filter):
@@ -31,9 +59,10 @@ def configure_logging(level: str, log_text: bool = False) -> None:
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         force=True,
     )
-    if not log_text:
-        for handler in logging.getLogger().handlers:
+    for handler in logging.getLogger().handlers:
+        if not log_text:
             handler.addFilter(_LibraryArguments())
+        handler.addFilter(_UrlCredentials())  # after the arguments are withheld: what is left is checked
     # twilio's client logs each request's headers at INFO, about ten lines per send
     for noisy in ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg", "twilio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
