@@ -2,19 +2,27 @@
 
 A reply is its Markdown written in WhatsApp's markup with the choices numbered under it
 (WhatsApp shows no buttons here), in parts of at most 1,600 characters cut between
-blocks (``adapters.whatsapp.formatting``); each send is bounded by ``SEND_TIMEOUT_S``. A create is not
-retried — Twilio may have accepted it, and a duplicate message is worse than a log line.
-Twilio's error code is logged and carried in ``DeliveryFailed`` (63016: outside the
-24-hour window for free-form messages), so the router can tell the owner elsewhere.
+blocks (``adapters.whatsapp.formatting``); each send is bounded by ``SEND_TIMEOUT_S``.
+
+A send is tried again — with tenacity, the policy Telegram's sender has: ``ATTEMPTS`` tries,
+0.5, 2 and 5 s apart — when Twilio answers 429 (waiting the ``Retry-After`` it asks for, up
+to a minute) or 5xx, times out or cannot be reached: each of these almost always means the
+message was not created, and a lost reply is worse than the rare duplicate a timeout after
+acceptance makes. A 4xx with a Twilio error code is final at once. Twilio's error code is
+logged and carried in ``DeliveryFailed`` (63016: outside the 24-hour window for free-form
+messages), so the router can tell the owner elsewhere.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from twilio.base.exceptions import TwilioException, TwilioRestException
 from twilio.http.async_http_client import AsyncTwilioHttpClient
+from twilio.http.response import Response
 from twilio.rest import Client
 
 from adapters.whatsapp.formatting import WHATSAPP_LIMIT, whatsapp_parts
@@ -25,21 +33,66 @@ from core.replies import Reply, choice_lines
 log = logging.getLogger("nod.whatsapp")
 SEND_TIMEOUT_S = 15.0
 OUTSIDE_WINDOW = 63016
+ATTEMPTS = 4
+BACKOFF_S = (0.5, 2.0, 5.0)
+MAX_RETRY_AFTER_S = 60.0
+
+
+class TwilioBusy(Exception):
+    """Twilio answered 429 or 5xx: worth another try, after ``retry_after`` seconds if it said so."""
+
+    def __init__(self, status: int, retry_after: float | None) -> None:
+        super().__init__(f"Twilio answered HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = (headers or {}).get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:  # an HTTP date: the backoff decides
+        return None
+
+
+class RetryAwareHttpClient(AsyncTwilioHttpClient):
+    """twilio's async HTTP client, raising ``TwilioBusy`` on 429 and 5xx with the Retry-After
+    header, which the twilio client's own exception does not keep."""
+
+    async def request(self, *args: Any, **kwargs: Any) -> Response:
+        response = await super().request(*args, **kwargs)
+        if response.status_code == 429 or response.status_code >= 500:
+            raise TwilioBusy(response.status_code, _retry_after(response.headers))
+        return response
 
 
 def build_client(account_sid: str, auth_token: str, api_base_url: str | None) -> Client:
     """A twilio client on the async HTTP client; ``api_base_url`` replaces api.twilio.com."""
-    client = Client(account_sid, auth_token, http_client=AsyncTwilioHttpClient(), environment={})
+    client = Client(account_sid, auth_token, http_client=RetryAwareHttpClient(), environment={})
     if api_base_url:
         client.api.base_url = api_base_url.rstrip("/")
     return client
 
 
 class TwilioSender:
-    def __init__(self, client: Client, from_number: str, timeout_s: float = SEND_TIMEOUT_S) -> None:
+    def __init__(self, client: Client, from_number: str, timeout_s: float = SEND_TIMEOUT_S,
+                 backoff_s: tuple[float, ...] = BACKOFF_S, max_retry_after_s: float = MAX_RETRY_AFTER_S) -> None:
         self._client = client
         self._from = from_number if from_number.startswith("whatsapp:") else f"whatsapp:{from_number}"
         self.timeout_s = timeout_s
+        self.backoff_s = backoff_s  # public, as timeout_s: tests shorten the real pauses
+        self.max_retry_after_s = max_retry_after_s
+
+    def _pause(self, state: RetryCallState) -> float:
+        """Twilio's Retry-After when it gave one (capped), else the backoff for this attempt."""
+        error = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(error, TwilioBusy) and error.retry_after is not None:
+            return min(error.retry_after, self.max_retry_after_s)
+        return self.backoff_s[min(state.attempt_number - 1, len(self.backoff_s) - 1)]
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        log.warning("twilio_send_retry error=%s attempt=%s", error, state.attempt_number)
 
     async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
         await self.send(to.external_id, reply.text, reply.choices)
@@ -48,10 +101,24 @@ class TwilioSender:
         for part in whatsapp_parts(text, choice_lines(choices), WHATSAPP_LIMIT) or ["…"]:
             await self._send_part(number, part)
 
+    async def _create(self, number: str, part: str) -> Any:
+        """One create, tried again on 429, 5xx, a timeout or no connection (the module doc)."""
+        retrying = AsyncRetrying(stop=stop_after_attempt(ATTEMPTS), wait=self._pause, reraise=True,
+                                 retry=retry_if_exception_type((TwilioBusy, TimeoutError, OSError)),
+                                 before_sleep=self._log_retry)
+        async for attempt in retrying:
+            with attempt:
+                return await asyncio.wait_for(
+                    self._client.messages.create_async(from_=self._from, to=f"whatsapp:{number}", body=part),
+                    self.timeout_s)
+        raise AssertionError("unreachable: tenacity re-raises the last error")
+
     async def _send_part(self, number: str, part: str) -> None:
         try:
-            message = await asyncio.wait_for(
-                self._client.messages.create_async(from_=self._from, to=f"whatsapp:{number}", body=part), self.timeout_s)
+            message = await self._create(number, part)
+        except TwilioBusy as exc:
+            log.warning("twilio_send_failed code=%s attempts=%s", exc.status, ATTEMPTS)
+            raise DeliveryFailed(f"Twilio stayed busy (HTTP {exc.status})", code=str(exc.status)) from exc
         except TwilioRestException as exc:
             log.warning("twilio_send_failed code=%s status=%s", exc.code, exc.status)
             reason = ("WhatsApp only accepts my replies within 24 hours of your last message there"

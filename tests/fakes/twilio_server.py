@@ -34,7 +34,8 @@ FROM = "+15550001111"
 class FakeTwilioServer:
     sent: list[dict[str, str]] = field(default_factory=list)
     delay_s: float = 0.0
-    _failures: list[tuple[int, int, str]] = field(default_factory=list)
+    attempts: int = 0  # message creates asked for, refused ones included
+    _failures: list[tuple[int, int, str, dict[str, str]]] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -89,8 +90,9 @@ class FakeTwilioServer:
         self.media_fetches.append(request.match_info["media"])
         return web.Response(body=found[0], content_type=found[1])
 
-    def fail(self, status: int, code: int, message: str) -> None:
-        self._failures.append((status, code, message))
+    def fail(self, status: int, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        """The next create answers ``status`` with Twilio error ``code`` (and ``headers``, e.g. Retry-After)."""
+        self._failures.append((status, code, message, headers or {}))
 
     def bodies(self, to: str | None = None) -> list[str]:
         return [m["Body"] for m in self.sent if to is None or m["To"] == f"whatsapp:{to}"]
@@ -113,10 +115,12 @@ class FakeTwilioServer:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         form = {k: str(v) for k, v in (await request.post()).items()}
+        self.attempts += 1
         if self._failures:
-            status, code, message = self._failures.pop(0)
+            status, code, message, headers = self._failures.pop(0)
             return web.json_response({"code": code, "message": message, "status": status,
-                                      "more_info": f"https://www.twilio.com/docs/errors/{code}"}, status=status)
+                                      "more_info": f"https://www.twilio.com/docs/errors/{code}"}, status=status,
+                                     headers=headers)
         self.sent.append(form)
         self._arrived.set()
         sid = f"SM{next(self._ids):032d}"

@@ -71,6 +71,8 @@ async def make_live(tmp_path: Path, model: FakeModelServer, telegram: tg.FakeTel
             await nod.svc.owners.link(nod.owner.id, Identity("whatsapp", MAYA_WHATSAPP))
         settings = Settings(**{"database_url": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **values})
         async with channels(settings, nod.svc, telegram_pauses=QUICK) as running:
+            if running.whatsapp is not None:  # the retries' real pauses, shortened
+                running.whatsapp.sender.backoff_s, running.whatsapp.sender.max_retry_after_s = (0.05,), 0.5
             runner, port = await serve(build_app(nod.svc.health.problem, running.webhooks))
             await running.start()
             try:

@@ -131,6 +131,26 @@ async def test_a_send_outside_the_24_hour_window_is_logged_and_told_on_telegram(
     assert any("twilio_send_failed code=63016" in r.getMessage() for r in caplog.records)
 
 
+async def test_a_twilio_500_then_201_delivers_the_reply_once(live: Live, server: FakeModelServer,
+                                                               twilio: FakeTwilioServer) -> None:
+    twilio.fail(500, 20500, "Internal Server Error")
+    twilio.fail(429, 20429, "Too Many Requests", {"Retry-After": "0.1"})
+    server.enqueue(AGENT, text("Delivered after all."))
+    await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "hello"))
+    assert await twilio.wait_for(1) == ["Delivered after all."]
+    await _settle(live)
+    assert twilio.bodies() == ["Delivered after all."] and twilio.attempts == 3 and live.telegram.of("sendMessage") == []
+
+
+async def test_a_twilio_refusal_with_an_error_code_is_not_tried_again(live: Live, server: FakeModelServer,
+                                                                      twilio: FakeTwilioServer) -> None:
+    twilio.fail(400, 21211, "Invalid 'To' Phone Number")
+    server.enqueue(AGENT, text("Never sent."))
+    await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "hello"))
+    sent = await live.telegram.wait_for("sendMessage")  # told on the other channel, once
+    assert "error 21211" in sent[0]["text"] and twilio.bodies() == [] and twilio.attempts == 1
+
+
 async def test_a_slow_twilio_send_is_bounded_by_its_timeout(live: Live, server: FakeModelServer,
                                                             twilio: FakeTwilioServer) -> None:
     live.running.whatsapp.sender.timeout_s = 0.2  # type: ignore[union-attr]
