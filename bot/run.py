@@ -8,6 +8,7 @@ unanswered are taken up, and again every minute, for a worker that died beside t
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import fcntl
 import gc
 import logging
@@ -91,6 +92,9 @@ def _only_server(database_url: str) -> Iterator[None]:
 
 
 async def run_server(settings: Settings) -> None:
+    # a fatal signal (SIGBUS from a database file mapped and then taken away) leaves its stack
+    # on standard error instead of ending the process without a line
+    faulthandler.enable()
     with _only_server(settings.database_url):
         await _serve(settings)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -73,7 +74,7 @@ class _OpenedFile:
     """The SQLite file an engine opened: a write into a deleted or replaced file is refused.
 
     SQLite keeps writing to a file unlinked under it; a message stored there is lost at the
-    next start while its webhook got 200. Checked (one ``stat``) before every write.
+    next start while its webhook got 200. Checked (one ``stat`` and three ``access``) before every write.
     """
 
     def __init__(self, path: Path) -> None:
@@ -94,6 +95,12 @@ class _OpenedFile:
             raise StorageError(f"The SQLite file {self.path} is gone; restore it and restart Nod.") from None
         if (found.st_dev, found.st_ino) != self.identity:
             raise StorageError(f"The SQLite file {self.path} was replaced while Nod ran; restart Nod.")
+        for path in (self.path, *(self.path.with_name(self.path.name + end) for end in ("-wal", "-shm"))):
+            # a file made read-only or immutable under Nod: SQLite's write into the mapped -shm
+            # would end the process with SIGBUS, so no write is begun
+            if not os.access(path, os.W_OK) and path.exists():
+                raise StorageError(f"The SQLite file {path} cannot be written (read-only or immutable); "
+                                   "make it writable again.")
 
 
 _FILES: weakref.WeakKeyDictionary[Any, _OpenedFile] = weakref.WeakKeyDictionary()
