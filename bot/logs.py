@@ -19,8 +19,9 @@ import sys
 
 _OWN = "nod"
 _QUERY = re.compile(r"""\?(?=[\w.~%-]*=)[^\s'"<>\\]*""")  # ?key=... up to a space or a quote
-# a path segment of 20+ token characters with letters and digits: a reset link's or a session's token
-_PATH_TOKEN = re.compile(r"(?<=/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}")
+# a path segment of 20+ token characters with 3+ digits and 3+ letters: a reset link's or a
+# session's token (a random 43-character one has about seven digits), not a file or folder name
+_PATH_TOKEN = re.compile(r"(?<=/)(?=(?:[\w-]*\d){3})(?=(?:[\w-]*[A-Za-z]){3})[\w-]{20,}")
 
 
 def redact_urls(text: str) -> str:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 MAX_CHOICES = 6
 MAX_CHOICE_CHARS = 40
-# A reply is at most this long, stored and sent: two Telegram messages, five WhatsApp
+# A reply is at most this long, stored and sent: three Telegram messages, eight WhatsApp
 # parts. A runaway model must not flood the owner with hundreds of messages.
-MAX_REPLY_CHARS = 8_000
+MAX_REPLY_CHARS = 12_000
 CUT_NOTE = "\n\n(My answer ran too long, so I cut it here. Ask me for the rest if you need it.)"
 
 
