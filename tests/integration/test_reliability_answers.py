@@ -147,12 +147,13 @@ async def test_the_first_turn_after_a_postgresql_restart_is_answered(
 _HOLD_KEY = 0x4E0D_7E57
 
 
-async def _hold_inserts_of(url: str, words: str) -> asyncpg.Connection:
-    """A trigger that keeps an insert of ``words`` open (its id drawn) until the returned
-    connection lets go of an advisory lock: a commit out of id order, on demand."""
+async def _hold_inserts_of(url: str, words: str, prefix: bool = False) -> asyncpg.Connection:
+    """A trigger that keeps an insert of ``words`` (or of text starting with them) open, its id
+    drawn, until the returned connection lets go of an advisory lock: a commit out of id order."""
     admin = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
+    test = f"starts_with(NEW.text, '{words}')" if prefix else f"NEW.text = '{words}'"
     await admin.execute(f"""CREATE FUNCTION nod_test_hold() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN IF NEW.text = '{words}' THEN PERFORM pg_advisory_xact_lock_shared({_HOLD_KEY}); END IF;
+        BEGIN IF {test} THEN PERFORM pg_advisory_xact_lock_shared({_HOLD_KEY}); END IF;
         RETURN NEW; END $$""")
     await admin.execute("CREATE TRIGGER nod_test_hold AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION nod_test_hold()")
     await admin.execute(f"SELECT pg_advisory_lock({_HOLD_KEY})")
@@ -187,26 +188,43 @@ async def _until_id_drawn(admin: asyncpg.Connection) -> None:
 
 async def test_two_workers_with_out_of_order_commits_leave_nothing_awaiting(
         tmp_path: Path, server: FakeModelServer, postgres_url: str) -> None:
-    rounds = int(os.environ.get("NOD_TEST_INTERLEAVE_ROUNDS", "5"))
+    """Ten updates a round alternating between two workers; in each round one insert is held
+    open (its id drawn) until its worker stored a later one and the other worker one between."""
+    rounds = int(os.environ.get("NOD_TEST_INTERLEAVE_ROUNDS", "6"))
     async for one in make_harness(tmp_path / "one", server, database_url=postgres_url, memory_model=None):
         await one.svc.owners.link(one.owner.id, MAYA)
         async for two in make_harness(tmp_path / "two", server, database_url=postgres_url, memory_model=None):
             workers = (one, two)
-            for round_ in range(rounds):
-                server.enqueue(AGENT, *(text(f"answer {round_}.{n}", delay_s=random.uniform(0, 0.05)) for n in range(10)))
-                order = random.Random(round_)
-                for n in range(10):  # ten updates alternating between the workers, some stored concurrently
-                    worker = workers[n % 2]
-                    inbound = Inbound(MAYA, f"message {round_}.{n}", f"u{round_}.{n}")
-                    if order.random() < 0.5:
-                        await worker.conductor.receive(worker.owner, inbound)
-                    else:
-                        asyncio.create_task(worker.conductor.receive(worker.owner, inbound))
-                        await asyncio.sleep(0)
-                await _all_settled(workers)
-                assert await one.svc.messages.awaiting_requests() == [], f"round {round_}"
+            admin = await _hold_inserts_of(postgres_url, "held", prefix=True)
+            try:
+                for round_ in range(rounds):
+                    await _interleaved_round(workers, server, admin, round_)
+                    assert await one.svc.messages.awaiting_requests() == [], f"round {round_}"
+            finally:
+                await admin.close()
             assert one.sink.sent + two.sink.sent  # answered, and nothing left waiting
             server.queues.clear()
+
+
+async def _interleaved_round(workers: tuple[Harness, ...], server: FakeModelServer, admin: asyncpg.Connection,
+                             round_: int) -> None:
+    server.enqueue(AGENT, *(text(f"answer {round_}.{n}", delay_s=random.uniform(0, 0.03)) for n in range(10)))
+    held_at = random.Random(round_).choice((5, 7))  # the second worker's; it stores held_at + 2 before it commits
+    held: asyncio.Task[object] | None = None
+    for n in range(10):
+        worker = workers[n % 2]
+        words = f"held {round_}.{n}" if n == held_at else f"message {round_}.{n}"
+        receiving = worker.conductor.receive(worker.owner, Inbound(MAYA, words, f"u{round_}.{n}"))
+        if n == held_at:
+            held = asyncio.create_task(receiving)
+            await asyncio.wait_for(_until_id_drawn(admin), 10)
+            continue
+        await receiving
+        if n == held_at + 2:  # later ids are stored on both workers: now the held one commits
+            await admin.execute(f"SELECT pg_advisory_unlock({_HOLD_KEY})")
+            assert held is not None and await asyncio.wait_for(held, 10) is not None
+            await admin.execute(f"SELECT pg_advisory_lock({_HOLD_KEY})")
+    await _all_settled(workers)
 
 
 async def _all_settled(workers: tuple[Harness, ...]) -> None:
