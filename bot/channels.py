@@ -34,6 +34,7 @@ DEFAULT_TELEGRAM_API = "https://api.telegram.org"
 @dataclass
 class Channels:
     front: FrontDoor
+    sink: ReplySink  # every channel's way out, with the fallback between them
     telegram: TelegramChannel | None = None
     whatsapp: WhatsAppChannel | None = None
     webhooks: dict[str, Handler] = field(default_factory=dict)
@@ -85,7 +86,8 @@ async def channels(settings: Settings, svc: Services,
     if whatsapp is not None:
         sinks["whatsapp"] = whatsapp.sender
         audio["whatsapp"] = whatsapp.audio
-    made = Channels(svc.front_door(ChannelRouter(sinks, svc.owners), audio), telegram, whatsapp)
+    router = ChannelRouter(sinks, svc.owners)
+    made = Channels(svc.front_door(router, audio), router, telegram, whatsapp)
     if telegram is not None and settings.telegram_webhook_url:
         made.webhooks[TELEGRAM_PATH] = telegram.webhook
     if whatsapp is not None:

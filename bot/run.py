@@ -2,7 +2,8 @@
 
 SIGINT and SIGTERM set one event; everything shuts down in reverse order of starting,
 and the database is closed last. Once the channels run, messages a stopped process left
-unanswered are taken up, and again every minute, for a worker that died beside this one.
+unanswered are taken up, and again every minute, for a worker that died beside this one;
+reminders and scheduled tasks fire as they fall due.
 """
 
 from __future__ import annotations
@@ -70,6 +71,22 @@ async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
             pass
 
 
+async def _schedule_loop(svc: Services, running: Channels, stop: asyncio.Event) -> None:
+    """Reminders and scheduled tasks: fire what is due, then sleep until the next is (at most 1 s)."""
+    scheduler = svc.scheduler(running.sink)
+    while not stop.is_set():
+        wait_s = 1.0
+        try:
+            await scheduler.tick()
+            wait_s = await scheduler.wait_s()
+        except Exception:  # noqa: BLE001 - the loop outlives a failed tick (the database may be back later)
+            log.exception("schedule_tick_failed")
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=wait_s)
+        except TimeoutError:
+            pass
+
+
 @contextmanager
 def _only_server(database_url: str) -> Iterator[None]:
     """One ``nod run`` per SQLite file: a second one would answer the same messages again.
@@ -112,10 +129,12 @@ async def _serve(settings: Settings) -> None:
         warming = asyncio.create_task(svc.search_index.warm()) if svc.search_index else None
         hourly = asyncio.create_task(_maintenance_loop(svc, stop))
         recovering: asyncio.Task[None] | None = None
+        scheduling: asyncio.Task[None] | None = None
         try:
             await site.start()
             await running.start()
             recovering = asyncio.create_task(_recovery_loop(running, stop))
+            scheduling = asyncio.create_task(_schedule_loop(svc, running, stop))
             # startup's objects (modules, SQLAlchemy, the SDKs) leave the collector's full passes:
             # measured, a full collection over them paused the loop 130-200 ms under load
             gc.freeze()
@@ -126,7 +145,7 @@ async def _serve(settings: Settings) -> None:
             await stop.wait()
             log.info("stopping")
         finally:
-            background = [task for task in (hourly, recovering) if task is not None]
+            background = [task for task in (hourly, recovering, scheduling) if task is not None]
             for task in background:
                 task.cancel()
             if svc.search_index is not None:  # a warm-up stops after its batch: cancelled, a statement is cut mid-way

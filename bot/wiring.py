@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -20,6 +21,7 @@ from bot.settings import Settings
 from core.agent.conductor import Conductor, ReplySink
 from core.agent.gateway import Gateway, ModelRoles
 from core.agent.model import ChatModel
+from core.agent.scheduled import ScheduledTasks
 from core.agent.slots import DEFAULT_SLOTS
 from core.agent.spending import Spending
 from core.agent.tools import TurnTools
@@ -46,8 +48,10 @@ from core.page.edits import MemoryEdits
 from core.saving.control import Controls
 from core.saving.learn import Learner
 from core.saving.personal import ManagePersonalContext
+from core.schedules.runner import STALE_CLAIM, Scheduler
+from core.schedules.tool import ScheduleTool
 from core.skills.learned import LearnedSkills
-from core.storage.database import create_engine, storage_error
+from core.storage.database import create_engine, is_sqlite, storage_error
 from core.storage.fulltext import FullText
 from core.storage.gmail_store import GmailStore
 from core.storage.health import DatabaseHealth
@@ -60,6 +64,7 @@ from core.storage.objects import ObjectStore
 from core.storage.owner_store import OwnerStore
 from core.storage.page_store import PageStore
 from core.storage.receipts import Receipts
+from core.storage.schedule_store import ScheduleStore
 from core.storage.usage_store import UsageStore
 from core.tools.read_tools import ReadTools
 from core.voice import AudioSource, Transcriber
@@ -88,6 +93,7 @@ class Services:
     page: PageAccess | None  # None when the page is off; page_off says why
     page_off: str
     edits: MemoryEdits
+    schedules: ScheduleStore
 
     open_signup: bool = False
     work_slots: int = DEFAULT_SLOTS
@@ -99,13 +105,19 @@ class Services:
 
     def commands(self, conductor: Conductor) -> OwnerCommands:
         return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory),
-                             self.page, self.page_off)
+                             self.page, self.page_off, self.schedules)
+
+    def scheduler(self, sink: ReplySink) -> Scheduler:
+        """Reminders and scheduled tasks, sent through ``sink``. On SQLite (one process) a run a
+        killed process left claimed is finished at start, on PostgreSQL after a grace period."""
+        stale = timedelta(0) if is_sqlite(self.engine) else STALE_CLAIM
+        return Scheduler(self.schedules, self.owners, self.messages, sink, self.clock, ScheduledTasks(self.turn), stale)
 
     def front_door(self, sink: ReplySink, audio: Mapping[str, AudioSource] | None = None) -> FrontDoor:
         """The front door; ``audio``: each channel's way to fetch its voice notes."""
         conductor = self.conductor(sink, audio)
         gate = Gate(self.owners, self.clock, self.open_signup)
-        return FrontDoor(gate, self.commands(conductor), conductor, Receipts(self.engine), self.clock)
+        return FrontDoor(gate, self.commands(conductor), conductor, Receipts(self.engine), self.clock, self.schedules)
 
 
 def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
@@ -216,11 +228,13 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         gateway = build_gateway(settings, usage, clock)
         small = settings.agent_context_tokens is not None and settings.agent_context_tokens < SMALL_CONTEXT_TOKENS
         selector = Selector(gateway, history, messages, clock, small)
+        schedules = ScheduleStore(engine, messages)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
             conversation=fulltext, clock=clock,
             tools=TurnTools(reads, _saving(gateway, messages, memory, owners, clock),
-                            LearnedSkills(gateway, memory, clock, _known_secrets(settings))),
+                            LearnedSkills(gateway, memory, clock, _known_secrets(settings)),
+                            ScheduleTool(schedules, messages, gateway), clock),
             evidence=selector, check=ReplyChecker(gateway, selector),
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
@@ -231,8 +245,8 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
             page, page_off = _page(settings, engine, clock)
             yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
                            maintenance, locks, DatabaseHealth(engine, settings.database_url, clock),
-                           page, page_off, MemoryEdits(memory, owners, clock), settings.open_signup, settings.work_slots,
-                           gmail, gmail_off)
+                           page, page_off, MemoryEdits(memory, owners, clock), schedules, settings.open_signup,
+                           settings.work_slots, gmail, gmail_off)
         finally:
             if gmail is not None:
                 await gmail.runs.close()

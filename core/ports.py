@@ -21,6 +21,7 @@ from core.history.scope import Matcher, Scope
 from core.memory.model import MemoryDocument
 from core.message import Appended, NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings
+from core.schedules.model import DueRun, Kind, Schedule
 
 T = TypeVar("T")
 
@@ -91,6 +92,35 @@ class Messages(Protocol):
     async def active_thread(self, owner_id: int) -> int: ...
 
     async def reset_thread(self, owner_id: int) -> int: ...
+
+
+class Schedules(Protocol):
+    """Reminders and scheduled tasks, and their runs (core.schedules)."""
+
+    async def create(self, owner_id: int, kind: Kind, text: str, start_local: datetime, repeat: str | None,
+                     next_run_at: datetime, now: datetime, created_from: int | None) -> Schedule: ...
+
+    async def active(self, owner_id: int) -> list[Schedule]: ...
+
+    async def cancel(self, owner_id: int, schedule_id: int, now: datetime) -> Schedule | None: ...
+
+    async def rezone(self, owner_id: int, zone: str, now: datetime,
+                     advance: Callable[[Schedule, str, datetime], datetime | None]) -> int: ...
+
+    async def next_due(self) -> datetime | None: ...
+
+    async def claim_due(self, now: datetime, late_after: datetime, missed_before: datetime,
+                        advance: Callable[[Schedule, str, datetime], datetime | None], limit: int = 100) -> list[DueRun]: ...
+
+    async def retake_stale(self, now: datetime, claimed_before: datetime, limit: int = 100) -> list[DueRun]: ...
+
+    async def finish(self, run: DueRun, reply: NewMessage) -> StoredMessage | None: ...
+
+    async def undelivered(self, run: DueRun) -> None: ...
+
+    async def untold(self, owner_id: int) -> list[tuple[Schedule, datetime, str]]: ...
+
+    async def last_address(self, owner_id: int) -> tuple[str, str] | None: ...
 
 
 class Conversation(Protocol):

@@ -19,14 +19,17 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
 from core.agent.model import ToolCall, ToolSpec
 from core.agent.turn_context import TurnContext
+from core.clock import Clock, SystemClock
 from core.errors import NodError
 from core.replies import MAX_CHOICE_CHARS, MAX_CHOICES
+from core.schedules.tool import SchedulesArguments
 from core.structured import Arguments, parse_arguments, strict_schema
 from core.tools.read_tools import READ_TOOL_NAMES, READ_TOOLS, ReadTools
 
@@ -92,6 +95,12 @@ class SkillsArguments(Arguments):
                                                "what didn't work.")
 
 
+class ScheduleBook(Protocol):
+    """The schedules tool's actions (core.schedules.tool)."""
+
+    async def handle(self, ctx: TurnContext, args: SchedulesArguments, now: datetime) -> dict[str, Any]: ...
+
+
 class OfferChoicesArguments(Arguments):
     choices: list[str]
 
@@ -113,6 +122,10 @@ TOOLS: tuple[Tool, ...] = (
          "covers. save: after a task that took several steps, needed a workaround or was corrected, when no skill "
          "covers it. patch: when a skill you followed was wrong or out of date. Saves are quiet: never mention them.",
          SkillsArguments),
+    Tool("schedules", "Reminders and scheduled tasks: the only way you can do anything at a later time. create: "
+         "kind reminder (text sent as written) or task (you run the text then), at (local time), optional repeat "
+         "(RRULE); confirm the time it returns in your reply. list: what is coming. cancel: by id. Only when the "
+         "owner's own message asks.", SchedulesArguments),
     Tool("offer_choices", f"Show up to {MAX_CHOICES} short choices (each up to {MAX_CHOICE_CHARS} characters) "
          "as buttons under your reply; the owner's tap arrives as their next message. Write the reply "
          "as usual: it must make sense without the buttons.", OfferChoicesArguments),
@@ -125,12 +138,16 @@ Handler = Callable[[TurnContext, Any, dict[str, Any]], Awaitable[ToolOutcome]]
 
 
 class TurnTools:
-    def __init__(self, reads: ReadTools, personal: PersonalContext, skills: SkillBook) -> None:
+    def __init__(self, reads: ReadTools, personal: PersonalContext, skills: SkillBook,
+                 schedules: ScheduleBook | None = None, clock: Clock | None = None) -> None:
         self._reads = reads
         self._personal = personal
         self._skills_book = skills
+        self._schedule_book = schedules
+        self._clock = clock or SystemClock()
         self._handlers: dict[str, Handler] = {
             "manage_personal_context": self._manage, "skills": self._skills, "offer_choices": self._choices,
+            "schedules": self._schedules,
         }
 
     async def run(self, ctx: TurnContext, call: ToolCall) -> ToolOutcome:
@@ -161,6 +178,11 @@ class TurnTools:
             result, untrusted = await self._skills_book.read(ctx, args.name)
             return ToolOutcome("skills", raw, result, untrusted=untrusted)
         return ToolOutcome("skills", raw, await self._skills_book.write(ctx, args.action, args.name, args.description, args.body))
+
+    async def _schedules(self, ctx: TurnContext, args: SchedulesArguments, raw: dict[str, Any]) -> ToolOutcome:
+        if self._schedule_book is None:
+            return ToolOutcome("schedules", raw, {"error": "Schedules are not available on this Nod."})
+        return ToolOutcome("schedules", raw, await self._schedule_book.handle(ctx, args, self._clock.now()))
 
     async def _choices(self, ctx: TurnContext, args: OfferChoicesArguments, raw: dict[str, Any]) -> ToolOutcome:
         choices = [c.strip() for c in args.choices]

@@ -2,7 +2,8 @@
 
 ``/start`` and ``/help`` explain Nod; ``/memory`` and ``/context`` send a digest;
 ``/reset`` stops any running turn and starts a new conversation (memory stays);
-``/stop`` cancels the running turn; ``/settings`` answers with a one-time sign-in link to
+``/stop`` cancels the running turn; ``/reminders`` lists what is coming, with ids;
+``/settings`` answers with a one-time sign-in link to
 the memory page and ``/settings logout`` ends the owner's page sessions (or says in one
 sentence why the page is off). Any other text starting with a slash is an ordinary
 message: owners write "/shrug" too.
@@ -16,7 +17,8 @@ from typing import Protocol
 from core.agent.conductor import Conductor
 from core.inbox.digests import Digests
 from core.owner import Owner
-from core.ports import Messages
+from core.ports import Messages, Schedules
+from core.schedules.tool import described
 
 COMMANDS: dict[str, str] = {
     "start": "What Nod is",
@@ -26,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "reset": "Start a new conversation (memory stays)",
     "stop": "Stop the answer in progress",
     "settings": "A sign-in link to your memory page",
+    "reminders": "Your reminders and scheduled tasks",
 }
 HELP = (
     "I'm Nod, your assistant. Write to me as you would to a person; I remember what you "
@@ -59,7 +62,8 @@ def command_name(text: str) -> str | None:
 
 class OwnerCommands:
     def __init__(self, conductor: Conductor, messages: Messages, digests: Digests,
-                 page: PageLinks | None = None, page_off: str = "") -> None:
+                 page: PageLinks | None = None, page_off: str = "", schedules: Schedules | None = None) -> None:
+        self._schedules = schedules
         self._conductor = conductor
         self._messages = messages
         self._digests = digests
@@ -72,6 +76,7 @@ class OwnerCommands:
         actions: dict[str, Callable[[Owner], Awaitable[str]]] = {
             "start": _help, "help": _help, "memory": self._digests.memory,
             "context": self._digests.context, "reset": self._reset, "stop": self._stop,
+            "reminders": self._reminders,
         }
         return await actions[name](owner)
 
@@ -88,6 +93,17 @@ class OwnerCommands:
         await self._conductor.stop(owner.id)
         await self._messages.reset_thread(owner.id)
         return "Started a new conversation. Your memory is kept."
+
+    async def _reminders(self, owner: Owner) -> str:
+        coming = await self._schedules.active(owner.id) if self._schedules is not None else []
+        if not coming:
+            return "You have no reminders or scheduled tasks. Ask me, e.g. \"remind me tomorrow at 9 to call the dentist\"."
+        lines = []
+        for schedule in coming:
+            shown = described(schedule, owner.time_zone)
+            repeat = f", repeats ({schedule.repeat})" if schedule.repeat else ""
+            lines.append(f"#{schedule.id} {shown['next_run']}{repeat} — {schedule.kind.value}: {schedule.text}")
+        return "Coming up:\n" + "\n".join(lines) + "\n\nTo cancel one, tell me its number."
 
     async def _stop(self, owner: Owner) -> str:
         return "Stopped." if await self._conductor.stop(owner.id) else "Nothing is running."

@@ -24,7 +24,8 @@ from core.inbox.commands import OwnerCommands, command_argument, command_name
 from core.inbox.gate import Gate
 from core.message import Inbound
 from core.owner import Identity, Owner
-from core.ports import Receipts
+from core.ports import Receipts, Schedules
+from core.schedules.runner import notices
 from core.voice import refusal
 
 log = logging.getLogger("nod.inbox")
@@ -42,7 +43,8 @@ class Handled:
 
 class FrontDoor:
     def __init__(self, gate: Gate, commands: OwnerCommands, conductor: Conductor, receipts: Receipts,
-                 clock: Clock) -> None:
+                 clock: Clock, schedules: Schedules | None = None) -> None:
+        self._schedules = schedules
         self._gate = gate
         self._commands = commands
         self._conductor = conductor
@@ -76,7 +78,18 @@ class FrontDoor:
                 kept = await self._conductor.keep(owner, incoming)
                 return Handled(refused if kept else None, owner)  # a redelivery is not answered twice
         stored = await self._conductor.receive(owner, incoming)
-        return Handled(None, owner, stored is not None)
+        told = await self._notices(owner) if stored is not None else None
+        return Handled(told, owner, stored is not None)
+
+    async def _notices(self, owner: Owner) -> str | None:
+        """Reminders missed while Nod was down, or not delivered: told at the owner's next message."""
+        if self._schedules is None:
+            return None
+        try:
+            return await notices(self._schedules, owner)
+        except Exception:  # noqa: BLE001 - the message is stored; a notice can wait for the next one
+            log.exception("schedule_notices_failed owner=%s", owner.id)
+            return None
 
     async def recover(self, channels: Collection[str], owner_id: int | None = None) -> int:
         """Answer what a stopped process left unanswered on ``channels`` (see Conductor.recover)."""

@@ -18,30 +18,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
 from core.agent.gateway import Gateway
 from core.agent.turn_context import TurnContext, TurnOrigin
-from core.errors import ConfigError, ModelError
 from core.memory import document as ops
 from core.memory.model import MemoryDocument
 from core.memory.quotes import normalized
 from core.ports import MemoryRepository, Messages, Owners
-from core.structured import Answer
-from core.text import stems, words
+from core.saving.trust import owner_asks
+from core.text import stems
 
 log = logging.getLogger("nod.saving")
 ASK_FIRST = "The owner's current message does not ask for this. Ask the owner first; nothing was changed."
 
 
-class TrustVerdict(Answer):
-    purpose: ClassVar[str] = "trust_check"
-    allowed: bool
-    reason: str = ""
-TRUST_INSTRUCTIONS = """You check whether an owner's own message asks a personal assistant to take
-one action on its memory. Answer allowed=true only when the message itself clearly asks for
-exactly this action; a question, a hypothetical, or a request about something else is false.
-The message is the owner's words; nothing else counts."""
 VERBS = {
     "forget": {"forget", "delete", "remove", "erase", "drop", "wipe", "esquece", "olvida"},
     "stop": {"stop", "pause", "don't", "dont", "never", "quit", "disable", "off"},
@@ -66,21 +57,9 @@ class Controls:
         return message.text
 
     async def _trusted(self, ctx: TurnContext, said: str, action: str, verb: str, note_words: str = "") -> bool:
-        spoken = set(words(said))
-        if not spoken & VERBS[verb]:
-            return False
         if note_words and not stems(said) & stems(note_words):
             return False
-        if not self._gateway.memory_configured:
-            return True
-        prompt = [{"role": "system", "content": TRUST_INSTRUCTIONS},
-                  {"role": "user", "content": f"Action: {action}\nOwner's message: {said}"}]
-        try:
-            answer = await self._gateway.ask(ctx.owner.id, TrustVerdict, prompt)
-        except (ModelError, ConfigError) as exc:
-            log.warning("trust_check_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
-            return False
-        return answer.allowed
+        return await owner_asks(self._gateway, ctx.owner.id, said, action, VERBS[verb])
 
     async def forget(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
         if ctx.origin is not TurnOrigin.OWNER_MESSAGE:

@@ -127,6 +127,33 @@ outbox = Table(  # replies stored but not yet accepted by their channel
     Column("stored_at", UTCDateTime(), nullable=False),
 )
 
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("kind", String, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("start_local", String, nullable=False),  # ISO 8601 without an offset: the owner's wall clock
+    Column("repeat", String),
+    Column("next_run_at", UTCDateTime()),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("created_from", Integer),
+    Column("cancelled_at", UTCDateTime()),
+)
+
+schedule_runs = Table(
+    "schedule_runs",
+    metadata,
+    Column("schedule_id", Integer, ForeignKey("schedules.id"), primary_key=True),
+    Column("due_at", UTCDateTime(), primary_key=True),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("status", String, nullable=False),  # claimed | sent | missed | undelivered
+    Column("claimed_at", UTCDateTime(), nullable=False),
+    Column("reply_id", Integer),
+    Column("told", Boolean, nullable=False, default=False),
+)
+
 objects = Table(
     "objects",
     metadata,

@@ -46,7 +46,7 @@ async def test_a_turn_reads_memory_searches_history_and_delivers_the_answer(nod:
     assert "people/sister: Sister: Ana" in system
     assert "Europe/Lisbon" in first["messages"][-1]["content"]  # the time changes per turn: after the cached prefix
     assert {t["function"]["name"] for t in first["tools"]} == {
-        "memory_read", "memory_find", "history_search", "manage_personal_context", "skills", "offer_choices"}
+        "memory_read", "memory_find", "history_search", "manage_personal_context", "skills", "schedules", "offer_choices"}
     assert json.loads(_tool_messages(second)[0])["text"] == "Sister: Ana"
     found = json.loads(_tool_messages(third)[1])["results"]
     assert any("Porto" in r["text"] for r in found)

@@ -11,8 +11,8 @@ from core.evidence.selection import EvidenceChoice, EvidenceRanking
 from core.gmail.style import WritingStyle
 from core.inbox.digests import Digest
 from core.maintenance.operations import Reflection
-from core.saving.control import TrustVerdict
 from core.saving.learn import LearnedNotes
+from core.saving.trust import TrustVerdict
 from core.skills.learned import SkillRewrite
 from core.structured import Answer, parse_answer, strict_problems, strict_schema
 

@@ -1,0 +1,133 @@
+"""The scheduler: claims what is due, sends it on the owner's channel, once.
+
+Each tick claims the runs due by now (``Schedules.claim_due``: recorded by schedule and due
+time, so no worker and no restart fires one twice) and the runs a dead process claimed but
+never finished, then fires them side by side. A reminder's text goes as written; a task's
+text is an agent turn's instruction (``TaskRuns``: origin ``schedule``, so it may read
+memory but never save it). What a run sends is stored with its outbox row before it is
+sent, the way a reply is, and goes to the channel the owner used last, falling back as the
+router does. A run that fell due while Nod was down fires at start when it is at most
+``LATE_BOUND`` late, saying so; later than that it is recorded missed, and a run no channel
+took is recorded undelivered: the owner hears of both at their next message (``notices``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+from core.agent.conductor import ReplySink
+from core.agent.turn_context import TurnOrigin
+from core.clock import Clock
+from core.errors import DeliveryFailed
+from core.message import NewMessage, Role
+from core.owner import Identity, Owner
+from core.ports import Messages, Owners, Schedules
+from core.replies import Reply
+from core.schedules.model import DueRun, Kind, Schedule, occurrences_after, spoken_time
+
+log = logging.getLogger("nod.schedules")
+LATE_BOUND = timedelta(hours=2)  # a run missed by more is told at the next message, not fired
+ON_TIME = timedelta(minutes=1)  # a run fired later than this says it is late
+STALE_CLAIM = timedelta(minutes=15)  # a claimed run unfinished this long: its process died
+MAX_WAIT_S = 1.0  # the longest a tick sleeps: a schedule made on another worker is due within a second
+
+
+class TaskRuns(Protocol):
+    """Runs a scheduled task's instruction as an agent turn (core.agent.scheduled)."""
+
+    async def run(self, owner: Owner, schedule: Schedule) -> str: ...
+
+
+def advance(schedule: Schedule, zone: str, after: datetime) -> datetime | None:
+    """The schedule's next run after ``after``, in its owner's ``zone``; None when it has no more."""
+    found = occurrences_after(schedule.start_local, schedule.repeat, ZoneInfo(zone), after)
+    return found[0] if found else None
+
+
+class Scheduler:
+    def __init__(self, schedules: Schedules, owners: Owners, messages: Messages, sink: ReplySink, clock: Clock,
+                 tasks: TaskRuns, stale_at_start: timedelta = STALE_CLAIM) -> None:
+        self._schedules = schedules
+        self._owners = owners
+        self._messages = messages
+        self._sink = sink
+        self._clock = clock
+        self._tasks = tasks
+        self._stale = stale_at_start  # the first tick's: SQLite's one process may take its dead self's runs at once
+
+    async def tick(self) -> int:
+        """Fire every run due now (and unfinished ones a dead process left); how many."""
+        now = self._clock.now()
+        runs = await self._schedules.retake_stale(now, now - self._stale)
+        self._stale = STALE_CLAIM
+        runs += await self._schedules.claim_due(now, now - ON_TIME, now - LATE_BOUND, advance)
+        if runs:
+            await asyncio.gather(*(self._fire(run) for run in runs))
+        return len(runs)
+
+    async def wait_s(self) -> float:
+        """How long until the next run is due, at most ``MAX_WAIT_S``."""
+        due = await self._schedules.next_due()
+        if due is None:
+            return MAX_WAIT_S
+        return max(0.0, min(MAX_WAIT_S, (due - self._clock.now()).total_seconds()))
+
+    async def _fire(self, run: DueRun) -> None:
+        try:
+            await self._fire_once(run)
+        except Exception:  # noqa: BLE001 - one run's failure never stops the others; it stays claimed
+            log.exception("schedule_run_failed schedule=%s due=%s", run.schedule.id, run.due_at.isoformat())
+
+    async def _fire_once(self, run: DueRun) -> None:
+        owner = await self._owners.by_id(run.schedule.owner_id)
+        to = await self._where(owner)
+        text = await self._text(owner, run)
+        reply = NewMessage(owner.id, Role.ASSISTANT, text, to.channel if to else "schedule", self._clock.now(),
+                           origin=TurnOrigin.SCHEDULE.value, address=to.external_id if to else None)
+        stored = await self._schedules.finish(run, reply)
+        if stored is None:
+            return  # finished elsewhere
+        delivered = False
+        try:
+            if to is not None:
+                await self._sink.deliver(owner, to, Reply(text))
+                delivered = True
+        except DeliveryFailed as exc:
+            log.warning("schedule_undelivered schedule=%s code=%s", run.schedule.id, exc.code)
+        finally:
+            await self._messages.delivered(stored.id)
+        if not delivered:
+            await self._schedules.undelivered(run)
+        log.info("schedule_fired schedule=%s owner=%s kind=%s late=%s delivered=%s", run.schedule.id, owner.id,
+                 run.schedule.kind.value, run.late, delivered)
+
+    async def _text(self, owner: Owner, run: DueRun) -> str:
+        late = (f"(Late: Nod was offline at {spoken_time(run.due_at, owner.zone)}.)\n" if run.late else "")
+        if run.schedule.kind is Kind.REMINDER:
+            return f"{late}Reminder: {run.schedule.text}"
+        return late + await self._tasks.run(owner, run.schedule)
+
+    async def _where(self, owner: Owner) -> Identity | None:
+        """The channel the owner used last; else the first one linked; None when there is none."""
+        last = await self._schedules.last_address(owner.id)
+        if last is not None:
+            return Identity(*last)
+        linked = [i for i in await self._owners.identities(owner.id) if i.channel != "local"]
+        return linked[0] if linked else None
+
+
+async def notices(schedules: Schedules, owner: Owner) -> str | None:
+    """What the owner should hear at their next message: runs missed while Nod was down, runs
+    no channel took. Each is told once."""
+    untold = await schedules.untold(owner.id)
+    if not untold:
+        return None
+    lines = []
+    for schedule, due, status in untold:
+        what = "missed while Nod was offline" if status == "missed" else "could not be delivered"
+        lines.append(f"- {schedule.text} ({spoken_time(due, owner.zone)}): {what}")
+    return "About your reminders and tasks:\n" + "\n".join(lines)
