@@ -80,6 +80,21 @@ def test_a_batch_line_no_engine_can_take_is_answered_and_the_rest_go_on(here: Pa
     assert [set(r) for r in results] == [{"error"}, {"error"}, {"area", "entries", "count"}]
 
 
+@pytest.mark.parametrize("raw,why", [
+    ('{"words": 1' + "1" * 4_999 + "}", "more than 4,300 digits"),  # json raises a plain ValueError (issue 39: 10)
+    ("[" * 60_000 + "]" * 60_000, "nested too deeply"),  # json raises RecursionError
+    ('{"words": ', "Expecting value at character 10"),
+    ("", "Expecting value at character 0"),
+])
+def test_any_unparseable_tool_argument_is_one_sentence_and_exit_1(here: Path, cli: Nod, raw: str, why: str) -> None:
+    assert cli("owners", "add", "ana").returncode == 0
+    assert why in _refused(cli, "tool", "--owner", "ana", "memory_find", raw)
+    batch = cli("tool", "--owner", "ana", "--batch", stdin=json.dumps({"tool": "memory_find", "args": {"words": "x"}}) + "\n"
+                + '{"tool": "memory_find", "args": {"words": 1' + "1" * 4_999 + "}}\n")
+    assert batch.returncode == 0 and [set(json.loads(line)) for line in batch.stdout.splitlines()] == [
+        {"results", "count"}, {"error"}]
+
+
 def test_a_command_that_never_searches_makes_no_search_index(here: Path, cli: Nod) -> None:
     assert cli("owners", "add", "ana").returncode == 0 and cli("owners", "list").returncode == 0
     assert (here / "nod.db").exists() and not (here / "nod.db.search").exists()
