@@ -231,7 +231,8 @@ async def memory_import(svc: Services, owner_name: str, path: Path) -> str:
 
     result = (await svc.memory.apply(owner.id, change)).result
     lines = [f"Saved {len(result.saved)} notes, skipped {len(result.skipped)}."]
-    lines += [f"skipped ({why}): {preview}" for preview, why in result.skipped]
+    # a skipped secret comes as "line N" and its kind, never its words: this goes to a terminal
+    lines += [f"skipped {preview}: {why}" for preview, why in result.skipped]
     return "\n".join(lines)
 
 
