@@ -16,8 +16,9 @@ Strict where a wrong note does harm, tolerant of how a model formats:
 - dates and times: the same value however written (``core.saving.when``): "3pm" is
   "15:00", "3 May" is "2027-05-03", "yesterday" grounds the day before the message;
 - names: a capitalised word inside a sentence must be one of the owner's words, case and
-  accents folded ("ana" grounds "Ana", "Jose" grounds "José"). A word capitalised only
-  because it starts the note, a sentence or a label ("Sister:", "Delivery address:") is
+  accents folded ("ana" grounds "Ana", "Jose" grounds "José", "wifi" grounds "Wi-Fi"). A
+  word capitalised only because it starts the note, a sentence or a label of up to four
+  words ("Sister:", "Delivery address:", "Favourite Food:") is
   checked more loosely: it may be any form of one of the owner's words or an ordinary word
   of notes, and the first word of a sentence is left alone unless it reads as the
   sentence's subject ("Bob is …", "Bob's …", "Bob, …"). Month and day names, "Owner" and
@@ -41,7 +42,9 @@ from core.text import fold, stem
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _LINK = re.compile(r"(?i)\b(?:https?://|www\.)[^\s<>\"']+|(?<![\w@.-])(?:[a-z0-9-]+\.)+[a-z]{2,24}(?:/[^\s<>\"']*)?(?![\w@])")
 _NUMBER = re.compile(r"(?<!\d)\d+(?:(?:[ .,/\-]|\)\s?|\s?\()\d+)*(?P<k>[kK](?![\w]))?")
-_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*")
+_WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")  # "O'Connell", "Wi-Fi", "Jean-Luc": one word
+_LABEL = re.compile(r"[" + re.escape(" \t-–—*•\"'([") + r"]*(?P<label>(?:[^\W\d_]+(?:['-][^\W\d_]+)*\s+){0,3}"
+                    r"[^\W\d_]+(?:['-][^\W\d_]+)*)\s*:")
 _BOUNDARY = re.compile(r"[.!?]+[\"')\]]*\s+|\n")
 _ABBREVIATIONS = frozenset("mr mrs ms dr st jr sr prof mt no vs etc approx ave rd nr".split())
 _OPENERS = " \t:-–—,;*•\"'(["
@@ -190,8 +193,8 @@ class _Grounds:
             times |= {t for span in when.times_in(text) for t in span.times} | when.spoken_hours(text)
             dates |= when.written_dates(text)
             for token in _WORD.findall(text):
-                words.add(_word(token))
-                words.update(fold(part) for part in token.split("'"))
+                word = _word(token)
+                words.update((word, word.replace("-", "")), *(fold(p) for p in re.split(r"['-]", token)))
             if source.sent is not None:
                 years.add(source.sent.year)
                 windows += when.windows(text, source.sent)
@@ -217,18 +220,18 @@ def _sentence_start(text: str, position: int) -> int:
 
 def _place(text: str, match: re.Match[str]) -> str:
     """Where a capitalised word stands: "mid" (checked strictly), "after" a colon or dash,
-    "label" (before a colon that opens the sentence), or "first" of its sentence."""
-    lead = text[_sentence_start(text, match.start()):match.start()]
+    in a "label" of up to four words before a colon that opens the sentence ("Sister:",
+    "Favourite Food:"), or "first" of its sentence."""
+    start = _sentence_start(text, match.start())
+    label = _LABEL.match(text, start)
+    if label is not None and label.start("label") <= match.start() < label.end("label"):
+        if any(w[0].islower() for w in label.group("label").split()):
+            return "label-phrase"  # "Delivery address:", "Favourite food:": ordinary words
+        return "label"
+    lead = text[start:match.start()]
     if lead.strip(_OPENERS):
         return "after" if lead.rstrip().endswith((":", ";", "—", "–", " -")) else "mid"
-    rest = text[match.end():]
-    label = re.match(r"((?:\s+[^\W\d_]+(?:'[^\W\d_]+)*){0,3})\s*:", rest)
-    if label is None:
-        return "first"
-    following = label.group(1).split()
-    if any(w[0].islower() for w in following):
-        return "label-phrase"  # "Delivery address:", "Favourite food:": the first word is an ordinary word
-    return "label"
+    return "first"
 
 
 def _subject(text: str, match: re.Match[str]) -> bool:
@@ -247,14 +250,17 @@ def _subject(text: str, match: re.Match[str]) -> bool:
 
 def _name_grounded(text: str, match: re.Match[str], grounds: _Grounds) -> bool:
     word = _word(match.group())
-    if word in _NEVER_NAMES or word in grounds.words:
+    parts = [p for p in re.split(r"['-]", word) if p]
+    if word in _NEVER_NAMES or word in grounds.words or word.replace("-", "") in grounds.words:
         return True
+    if "-" in word and all(p in grounds.words or p in _NEVER_NAMES for p in parts):
+        return True  # "Jean-Luc" from "Jean Luc"
     place = _place(text, match)
     if place == "mid":
         return False
     if place == "label-phrase":
         return True
-    loosely = stem(word) in grounds.stems or word in _ORDINARY
+    loosely = stem(word) in grounds.stems or word in _ORDINARY or word.replace("-", "") in _ORDINARY
     if place == "first":
         return loosely or not _subject(text, match)
     return loosely

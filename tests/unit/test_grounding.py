@@ -55,6 +55,9 @@ GROUNDED = [
     ("Mother's birthday: 12 June", ["mum's birthday is june 12th"]),
     ("Flat in O'Connell Street", ["our flat is on o'connell street"]),
     ("Works 3-4 days a week from home", ["I work from home 3 or 4 days a week"]),
+    ("Favourite Food: sushi", ["I love sushi"]),  # a label in Title Case
+    ("Home Wi-Fi network: MyHome", ["our wifi network is myhome"]),
+    ("Jean-Luc is a colleague", ["my colleague Jean Luc"]),
 ]
 
 UNGROUNDED = [
@@ -66,6 +69,7 @@ UNGROUNDED = [
     ("Bob is the owner's brother", ["my brother is called Rob"], [("name", "Bob")]),  # an invented subject
     ("Bob's birthday is in May", ["my brother's birthday is in May"], [("name", "Bob's")]),
     ("Bob: brother", ["I have a brother"], [("name", "Bob")]),  # a name as a label
+    ("Ana Silva: sister", ["I have a sister"], [("name", "Ana"), ("name", "Silva")]),
     ("Dentist: Dr. Costa", ["my dentist is dr silva"], [("name", "Costa")]),
     ("Phone: +351 912 345 678", ["call me on 912 345 678"], [("number", "351 912 345 678")]),  # a country code added
     ("Phone: 912 345 679", ["call me on 912 345 678"], [("number", "912 345 679")]),
