@@ -296,8 +296,10 @@ def find_ungrounded(text: str, sources: Sequence[Source]) -> tuple[Ungrounded, .
         text = _blank(text, match.start(), match.end())
     for span in when.dates_in(text):
         value = text[span.start:span.end]
+        fraction = re.fullmatch(r"(\d{1,2})/(\d{1,2})", value)  # "4/5 days" from "4 out of 5 days"
         if not any(when.date_grounded(v, grounds.dates, grounds.sent_years, list(grounds.windows)) for v in span.dates) \
-                and _digits(value) not in grounds.numbers:
+                and _digits(value) not in grounds.numbers \
+                and not (fraction and all(_digits(g) in grounds.numbers for g in fraction.groups())):
             missing.append(Ungrounded("date", value))
         text = _blank(text, span.start, span.end)
     for span in when.times_in(text):

@@ -55,6 +55,7 @@ GROUNDED = [
     ("Mother's birthday: 12 June", ["mum's birthday is june 12th"]),
     ("Flat in O'Connell Street", ["our flat is on o'connell street"]),
     ("Works 3-4 days a week from home", ["I work from home 3 or 4 days a week"]),
+    ("In the office 4/5 days", ["I'm in the office 4 out of 5 days"]),
     ("Favourite Food: sushi", ["I love sushi"]),  # a label in Title Case
     ("Home Wi-Fi network: MyHome", ["our wifi network is myhome"]),
     ("Jean-Luc is a colleague", ["my colleague Jean Luc"]),
