@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 
 from core.saving import when
@@ -169,7 +169,7 @@ class _Grounds:
     times: frozenset[tuple[int, int]]
     dates: frozenset[when.DateValue]
     sent_years: frozenset[int]
-    windows: tuple[when.Window, ...] = field(default=())
+    windows: tuple[when.Window, ...] = ()
 
     @classmethod
     def of(cls, sources: Iterable[Source]) -> _Grounds:
