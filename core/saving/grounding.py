@@ -250,11 +250,11 @@ def _subject(text: str, match: re.Match[str]) -> bool:
 
 def _name_grounded(text: str, match: re.Match[str], grounds: _Grounds) -> bool:
     word = _word(match.group())
-    parts = [p for p in re.split(r"['-]", word) if p]
     if word in _NEVER_NAMES or word in grounds.words or word.replace("-", "") in grounds.words:
         return True
-    if "-" in word and all(p in grounds.words or p in _NEVER_NAMES for p in parts):
-        return True  # "Jean-Luc" from "Jean Luc"
+    named = [fold(p) for p in match.group().split("-") if p and p[0].isupper()]
+    if "-" in word and all(_word(p) in grounds.words or _word(p) in _NEVER_NAMES for p in named):
+        return True  # "Jean-Luc" from "Jean Luc", "Porto-based" from "Porto": only its capitalised parts are names
     place = _place(text, match)
     if place == "mid":
         return False

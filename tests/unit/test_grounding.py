@@ -59,6 +59,7 @@ GROUNDED = [
     ("Favourite Food: sushi", ["I love sushi"]),  # a label in Title Case
     ("Home Wi-Fi network: MyHome", ["our wifi network is myhome"]),
     ("Jean-Luc is a colleague", ["my colleague Jean Luc"]),
+    ("Works for a Porto-based startup", ["I work for a startup in Porto"]),
 ]
 
 UNGROUNDED = [
@@ -87,6 +88,7 @@ UNGROUNDED = [
     ("Prefers Italian food", ["I love pasta"], [("name", "Italian")]),
     ("Wants to visit Tokyo in June", ["I want to go to Japan in June"], [("name", "Tokyo")]),
     ("Brother: João Pereira", ["my brother João"], [("name", "Pereira")]),
+    ("Works for a Lisbon-based startup", ["I work for a startup in Porto"], [("name", "Lisbon-based")]),
     ("Flight TP1234 to Paris on Friday", ["flight to Paris on friday"], [("number", "1234"), ("name", "TP")]),
 ]
 
