@@ -231,15 +231,25 @@ async def memory_import(svc: Services, owner_name: str, path: Path) -> str:
 
     result = (await svc.memory.apply(owner.id, change)).result
     lines = [f"Saved {len(result.saved)} notes, skipped {len(result.skipped)}."]
-    lines += [f"skipped ({why}): {preview}" for preview, why in result.skipped]
+    # a skipped secret comes as "line N" and its kind, never its words: this goes to a terminal
+    lines += [f"skipped {preview}: {why}" for preview, why in result.skipped]
     return "\n".join(lines)
 
 
 def _json_args(raw: str) -> Any:
+    """The arguments as JSON; anything json cannot read is one sentence (exit 1), never a crash.
+
+    json raises three kinds: JSONDecodeError (with a position), a plain ValueError for an
+    integer over Python's 4,300-digit limit, and RecursionError for nesting too deep.
+    """
     try:
         return json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise InvalidInput(f"The tool's arguments are not JSON: {exc.msg} at character {exc.pos}.") from exc
+    except ValueError as exc:
+        raise InvalidInput("The tool's arguments are not JSON Nod can read: a number has more than 4,300 digits.") from exc
+    except RecursionError as exc:
+        raise InvalidInput("The tool's arguments are not JSON Nod can read: they are nested too deeply.") from exc
 
 
 async def tool_run(svc: Services, owner_name: str, tool: str, raw_args: str) -> str:

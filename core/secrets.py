@@ -5,10 +5,15 @@ towards caution: a false positive costs one unsaved note, a false negative leaks
 number or a key into a memory the agent reads every turn.
 
 What counts: card numbers (Luhn-valid, 13–19 digits, written whole or in groups of 3–6
-split by any separator people type: spaces, dots, dashes, slashes, underscores), provider
-keys and tokens (by prefix), private-key blocks, bearer tokens, passwords stated as such,
-long high-entropy strings, and links that carry a login (credentials in the URL, token,
-code or session parameters, magic links).
+split by any separator people type: spaces, dots, dashes, slashes, underscores — or by a
+few words within one sentence, "4111 1111 then 1111 1111"), provider keys and tokens (by
+prefix), private-key blocks, bearer tokens, passwords, PINs and codes as people write them
+(``core.passwords``), long high-entropy strings, and links that carry a login
+(credentials in the URL, token, code or session parameters, and reset, verify, magic,
+confirm, activate or invite links whose path holds a long random token).
+
+Only the kind is ever returned or reported, never the secret: callers say "line 3 looks
+like a password", so a detected secret reaches no terminal and no log.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit
 
 from core.errors import SecretRefused
+from core.passwords import has_password, password_spans
 
 # a run of digits with up to five separator characters (" – ", ",  ") between them; _has_card reads the groups
 _CARD = re.compile(r"(?<!\d)\d(?:(?:[^\w\n]|_){0,5}\d)+(?!\d)")
@@ -45,12 +51,6 @@ _PROVIDER_KEYS = re.compile(
 _AWS_SECRET = re.compile(r"(?i)aws.{0,20}secret.{0,20}[A-Za-z0-9/+=]{40}")
 _PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY( BLOCK)?-----")
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}")
-_PASSWORD = re.compile(
-    r"(?i)\b(?:password|passwd|passcode|pwd|pin|senha|contraseña|passwort)\b\s*(?:is|:|=|was)\s*(?!<\w)\S+"
-)
-# "wifi pass hunter2xyz", "PIN 4821": a password word followed by a token with a digit in it
-_PASSWORD_TOKEN = re.compile(r"(?i)\b(?:password|passwd|passcode|pass|pwd|senha|contraseña|passwort)\s+\S*\d\S*")
-_PIN = re.compile(r"(?i)\bpin\b\D{0,12}\d{4,8}\b")
 _URL = re.compile(r"(?i)\b(?:https?|ftp)://[^\s<>\"']+")
 _BARE_URL = re.compile(r"(?i)(?<![\w@/.])(?:[a-z0-9-]+\.)+[a-z]{2,}/[^\s<>\"']*")  # example.com/login?token=…
 
@@ -60,7 +60,10 @@ _LOGIN_PARAMS = {
     "password", "pass", "pwd", "otp", "magic", "login_token", "signature", "sig",
     "x-amz-signature", "ticket",
 }
-_MAGIC_PATH = re.compile(r"(?i)/(?:magic|login|signin|sign-in|auth|verify|reset)[-_/]?(?:link|token)?/[A-Za-z0-9_-]{16,}")
+# a path segment that names a sign-in step ("reset-password", "verify", "magic-link", "invite")
+_LOGIN_STEP = re.compile(r"(?i)(?:^|[-_.])(?:reset|verif|magic|confirm|activat|invit|log-?in|sign-?in|sign-?up|auth|token|otp|"
+                         r"unlock|recover|passw)")
+_UUID = re.compile(r"(?i)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=-]{32,}")
 
 
@@ -79,23 +82,64 @@ def _is_card(digits: str) -> bool:
     return 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn_ok(digits)
 
 
-def _has_card(text: str) -> bool:
-    """A card written whole, or as consecutive groups of 3–6 digits (4111.1111.1111.1111)."""
+def _card_spans(text: str) -> list[tuple[int, int]]:
+    """Cards written whole, or as consecutive groups of 3–6 digits (4111.1111.1111.1111): each run's span."""
+    spans = []
     for match in _CARD.finditer(text):
         groups = _NON_DIGITS.split(match.group())
-        if any(_is_card(g) for g in groups):
-            return True
-        for first in range(len(groups)):
-            digits = ""
-            for group in groups[first:]:
-                if not 3 <= len(group) <= 6:
+        if any(_is_card(g) for g in groups) or any(_is_card(d) for d in _group_runs(groups, 3)):
+            spans.append(match.span())
+    return spans + _worded_card_spans(text)
+
+
+def _group_runs(groups: list[str], shortest: int) -> list[str]:
+    """The digits of every run of consecutive groups of ``shortest``–6 digits, up to 19 digits long."""
+    runs = []
+    for first in range(len(groups)):
+        digits = ""
+        for group in groups[first:]:
+            if not shortest <= len(group) <= 6 or len(digits) + len(group) > 19:
+                break
+            digits += group
+            runs.append(digits)
+    return runs
+
+
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?](?=\S)[^.!?\n]*)*")  # a dot between digits does not end one
+_DIGIT_RUN = re.compile(r"\d+")
+_WORDS_BETWEEN = re.compile(r"(?:[^\w\n]|_)*(?:[^\W\d_]{1,12}(?:[^\w\n]|_)+){1,3}")  # "then", ", and then "
+
+
+def _worded_card_spans(text: str) -> list[tuple[int, int]]:
+    """A card read out in groups with words between, within one sentence: "4111 1111 then 1111 1111".
+
+    Stricter than a card written whole, because ordinary sentences hold several numbers:
+    groups of 4–6 digits, at most three short words between two of them, 14–19 digits
+    starting as cards do (3–6), Luhn-valid.
+    """
+    for sentence in _SENTENCE.finditer(text):
+        runs = list(_DIGIT_RUN.finditer(sentence.group()))
+        for first in range(len(runs)):
+            digits, worded = "", False
+            for k in range(first, len(runs)):
+                run = runs[k]
+                if not 4 <= len(run.group()) <= 6 or len(digits) + len(run.group()) > 19:
                     break
-                digits += group
-                if _is_card(digits):
-                    return True
-                if len(digits) > 19:
-                    break
-    return False
+                if k > first:
+                    gap = sentence.group()[runs[k - 1].end():run.start()]
+                    if _WORDS_BETWEEN.fullmatch(gap):
+                        worded = True
+                    elif _NON_DIGITS.fullmatch(gap) is None or len(gap) > 5:
+                        break
+                digits += run.group()
+                if worded and len(digits) >= 14 and digits[0] in "3456" and _is_card(digits):
+                    base = sentence.start()
+                    return [(base + r.start(), base + r.end()) for r in runs[first:k + 1]]
+    return []
+
+
+def _has_card(text: str) -> bool:
+    return bool(_card_spans(text))
 
 
 def _entropy(token: str) -> float:
@@ -116,12 +160,26 @@ def _login_link(url: str) -> bool:
         return True
     if parts.username or parts.password:
         return True
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+    for name, value in parse_qsl(parts.query, keep_blank_values=True) + parse_qsl(parts.fragment, keep_blank_values=True):
         if name.lower() in _LOGIN_PARAMS:
             return True
         if len(name) <= 2 and len(value) >= 20:  # ?t=<long token>: a sign-in link like Nod's own page link
             return True
-    return bool(_MAGIC_PATH.search(parts.path))
+    segments = [s for s in parts.path.split("/") if s]
+    return any(_LOGIN_STEP.search(s) for s in segments) and any(_random_piece(s) for s in segments)
+
+
+def _random_piece(segment: str) -> bool:
+    """Does a path segment hold a long random token (9f8e7d6c5b4a39281706, a UUID), not a slug of words?"""
+    if _UUID.search(segment):
+        return True
+    for piece in re.split(r"[-_.~]", segment):
+        has_digit, has_letter = any(c.isdigit() for c in piece), any(c.isalpha() for c in piece)
+        if len(piece) >= 16 and has_digit and has_letter:
+            return True
+        if len(piece) >= 24 and has_letter and (has_digit or (piece != piece.lower() and piece != piece.upper())):
+            return True
+    return False
 
 
 def _seen(text: str) -> str:
@@ -140,7 +198,7 @@ def _invisible() -> dict[int, None]:
 
 _DIGIT = re.compile(r"\d")
 _KEY_MARKS = ("AKIA", "ASIA", "sk-", "_", "xox", "AIza", "glpat-", "eyJ")  # every provider key holds one
-_PASSWORD_MARKS = ("pass", "pwd", "pin", "senha", "contrase")  # every password word holds one
+_PASSWORD_MARKS = ("pass", "pwd", "pin", "senha", "contrase", "code", "key")  # every password word holds one
 
 
 @dataclass(frozen=True)
@@ -182,7 +240,7 @@ def find_secret(text: str) -> str | None:
         return "key or token"
     if marks.bearer and _BEARER.search(text):
         return "bearer token"
-    if marks.password and (_PASSWORD.search(text) or _PASSWORD_TOKEN.search(text) or _PIN.search(text)):
+    if marks.password and has_password(text):
         return "password"
     if marks.links:
         links = _URL.findall(text) + ["https://" + bare for bare in _BARE_URL.findall(_URL.sub(" ", text))]
@@ -204,3 +262,16 @@ def refuse_secrets(fields: Iterable[tuple[str, str]]) -> None:
         kind = find_secret(value)
         if kind:
             raise SecretRefused(f"Not saved: the {label} looks like it holds a {kind}.")
+
+
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where the secrets that have a place of their own are (cards, stated passwords, login
+    links), with their kind, for redacting a draft; never overlapping, in order."""
+    found = [(a, b, "card number") for a, b in _card_spans(text)]
+    found += [(a, b, "password") for a, b in password_spans(text)]
+    found += [(m.start(), m.end(), "link with a login") for m in _URL.finditer(text) if _login_link(m.group())]
+    kept: list[tuple[int, int, str]] = []
+    for span in sorted(found):
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept

@@ -5,7 +5,9 @@ entry a newer message replaces or says is wrong). The server applies only what h
 every operation cites messages of this batch and one of them contains its verbatim quote
 (NFC and whitespace folding); an add says whether it is sensitive — without the flag it is
 invalid, and with it, it is dropped unless the owner turned on Remember sensitive topics;
-no part of an add holds a secret; an add whose text matches an inferred entry adds
+no part of an add holds a secret; every name, number, date, time, e-mail address and link
+in an add's text is in the messages it cites (``core.saving.grounding``; counted apart as
+``ungrounded``, since a model inventing facts is worth seeing in the tick's line); an add whose text matches an inferred entry adds
 evidence to it instead (two messages make it observed); a stated entry is never changed
 or archived; an add that would not fit in the document even with the archive trimmed is
 skipped. The batch's watermark goes into the same document, so the operations and the
@@ -25,6 +27,7 @@ from core.errors import MemoryFull, MemoryLimitError
 from core.memory import document as ops
 from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin
 from core.memory.quotes import quote_matches
+from core.saving.grounding import Source, find_ungrounded
 from core.saving.notes import KINDS
 from core.secrets import find_secret
 from core.structured import Answer
@@ -71,13 +74,14 @@ class Applied:
     evidenced: int = 0
     archived: int = 0
     dropped: int = 0
+    ungrounded: int = 0
 
 
-def _source(operation: Operation, batch: Mapping[int, str]) -> int | None:
+def _source(operation: Operation, batch: Mapping[int, Source]) -> int | None:
     """The cited batch message that holds the quote, or None."""
     if not operation.quote.strip():
         return None
-    return next((i for i in operation.message_ids if i in batch and quote_matches(operation.quote, batch[i])), None)
+    return next((i for i in operation.message_ids if i in batch and quote_matches(operation.quote, batch[i].text)), None)
 
 
 def _fits(doc: MemoryDocument) -> bool:
@@ -88,11 +92,13 @@ def _fits(doc: MemoryDocument) -> bool:
     return True
 
 
-def _add(doc: MemoryDocument, add: AddOperation, source: int, now: datetime,
+def _add(doc: MemoryDocument, add: AddOperation, source: int, batch: Mapping[int, Source], now: datetime,
          remember_sensitive: bool) -> tuple[MemoryDocument, str]:
     note = add.text
     if not note.strip() or (add.sensitive and not remember_sensitive) or find_secret(note) or find_secret(add.quote):
         return doc, "dropped"
+    if find_ungrounded(note, [batch[i] for i in dict.fromkeys(add.message_ids) if i in batch]):
+        return doc, "ungrounded"
     evidence = Evidence(source, add.quote, now)
     same = next((e for e in doc.entries if fact_key(e.text) == fact_key(note)), None)
     if same is not None:
@@ -118,16 +124,16 @@ def _archive(doc: MemoryDocument, archive: ArchiveOperation, now: datetime) -> t
 
 
 def apply_operations(
-    doc: MemoryDocument, reflection: Reflection, batch: Mapping[int, str], watermark: int,
+    doc: MemoryDocument, reflection: Reflection, batch: Mapping[int, Source], watermark: int,
     now: datetime, remember_sensitive: bool,
 ) -> Applied:
-    counts = {"added": 0, "evidenced": 0, "archived": 0, "dropped": reflection.dropped}
+    counts = {"added": 0, "evidenced": 0, "archived": 0, "dropped": reflection.dropped, "ungrounded": 0}
     for operation in reflection.operations:
         source = _source(operation, batch)
         if source is None:
             outcome = "dropped"
         elif isinstance(operation, AddOperation):
-            doc, outcome = _add(doc, operation, source, now, remember_sensitive)
+            doc, outcome = _add(doc, operation, source, batch, now, remember_sensitive)
         else:
             doc, outcome = _archive(doc, operation, now)
         counts[outcome] += 1

@@ -28,6 +28,7 @@ from core.memory.render import index_lines
 from core.message import StoredMessage
 from core.owner import Owner
 from core.ports import Changed, MemoryRepository, Messages
+from core.saving.grounding import Source
 from core.saving.learn import usable
 
 log = logging.getLogger("nod.maintenance")
@@ -41,7 +42,8 @@ one fact per entry (op "add", path area/slug with areas about, preferences, peop
 routines, lessons). An entry about an event starts with its date (YYYY-MM-DD), with words
 like "yesterday" resolved from the message's sent time. Archive (op "archive") an
 inferred entry only when a newer message replaces it or says it is wrong. Every operation
-cites message ids and copies a short quote word for word from one of them. Every add says
+cites message ids and copies a short quote word for word from one of them; every name,
+number, e-mail address and link in an entry must be in the messages it cites. Every add says
 whether it is sensitive: health, religion, politics, sexuality, gender identity,
 ethnicity, immigration status or criminal history. Never record card numbers, passwords,
 keys or links. Return {"operations": []} when nothing is worth keeping."""
@@ -55,10 +57,12 @@ class ReflectReport:
     archived: int = 0
     dropped: int = 0
     failed: bool = False
+    ungrounded: int = 0  # adds whose text names what no cited message holds
 
     def plus(self, batch: int, applied: Applied) -> ReflectReport:
         return ReflectReport(self.messages + batch, self.added + applied.added, self.evidenced + applied.evidenced,
-                             self.archived + applied.archived, self.dropped + applied.dropped, self.failed)
+                             self.archived + applied.archived, self.dropped + applied.dropped, self.failed,
+                             self.ungrounded + applied.ungrounded)
 
 
 def reflectable(message: StoredMessage) -> bool:
@@ -81,7 +85,7 @@ class Reflector:
             batch = await self._messages.owner_messages_after(owner.id, start, BATCH, self._clock.now() - MIN_AGE)
             if not batch:
                 return report
-            readable = {m.id: m.text for m in batch if reflectable(m)}
+            readable = {m.id: Source(m.text, m.sent_at.astimezone(owner.zone).date()) for m in batch if reflectable(m)}
             try:
                 operations = await self._ask(owner, doc, [m for m in batch if m.id in readable]) if readable else Reflection(operations=[])
             except (ModelError, ConfigError) as exc:
@@ -93,7 +97,7 @@ class Reflector:
                 continue
             report = report.plus(len(batch), saved.result)
 
-    def _apply(self, doc: MemoryDocument, start: int, operations: Reflection, readable: dict[int, str],
+    def _apply(self, doc: MemoryDocument, start: int, operations: Reflection, readable: dict[int, Source],
                end: int, owner: Owner) -> Changed[Applied | None]:
         if doc.maintenance.watermark != start:
             return Changed(doc, None)

@@ -61,7 +61,9 @@ class OwnerTick:
         else:
             r = self.reflect
             parts.append(f"reflected {r.messages} messages: {r.added} added, {r.evidenced} confirmed by evidence, "
-                         f"{r.archived} archived, {r.dropped} dropped" + (", the model failed" if r.failed else ""))
+                         f"{r.archived} archived, {r.dropped} dropped"
+                         + (f", {r.ungrounded} not in the owner's words" if r.ungrounded else "")
+                         + (", the model failed" if r.failed else ""))
         if self.writing_style:
             parts.append(f"writing style: {self.writing_style}")
         return f"{self.owner}: " + "; ".join(parts)

@@ -3,7 +3,9 @@
 Each ``-`` line, or each line when the answer has no bullets, becomes a note in the area
 named by the heading above it (``## About you``, ``## Preferences``, ``## People``,
 ``## Routines``, ``## Lessons``), or ``about`` otherwise. Notes already saved, lines over
-4,000 characters and text that looks like a secret are skipped, each with its reason.
+4,000 characters and text that looks like a secret are skipped, each with its reason. A
+skipped secret is named by where it stood ("line 4") and its kind, never by its words,
+so the report can be printed on a terminal or logged without repeating it.
 """
 
 from __future__ import annotations
@@ -28,20 +30,21 @@ _AREA_BY_TITLE = {title.lower(): area for area, title in AREA_TITLES.items()}
 class Candidate:
     area: str
     text: str
+    line: int = 0  # its line in the pasted answer (1-based); 0 when it came without one (the page's chosen notes)
 
 
 @dataclass(frozen=True)
 class ImportResult:
     document: MemoryDocument
     saved: tuple[str, ...]
-    skipped: tuple[tuple[str, str], ...]  # (first words of the line, why)
+    skipped: tuple[tuple[str, str], ...]  # (first words of the line, or "line N" for a secret; why)
 
 
 def split_answer(answer: str) -> list[Candidate]:
     lines = answer.splitlines()
     has_bullets = any(_BULLET.match(line) for line in lines)
     area, found = "about", []
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         heading = _HEADING.match(line.strip())
         if heading:
             area = _AREA_BY_TITLE.get(heading.group(1).strip().lower(), "about")
@@ -49,7 +52,7 @@ def split_answer(answer: str) -> list[Candidate]:
         bullet = _BULLET.match(line)
         text = bullet.group(1) if bullet else (line if not has_bullets else "")
         if text.strip():
-            found.append(Candidate(area, text.strip()))
+            found.append(Candidate(area, text.strip(), number))
     return found
 
 
@@ -72,8 +75,9 @@ def _slug(text: str, taken: set[str], area: str) -> str:
 def _skip_reason(candidate: Candidate, known: set[str]) -> str | None:
     if len(candidate.text) > MAX_TEXT:
         return "over 4,000 characters"
-    if find_secret(candidate.text):
-        return "looks like a secret"
+    kind = find_secret(candidate.text)
+    if kind:
+        return f"looks like a secret ({kind})"
     if normalized(candidate.text) in known:
         return "already saved"
     return None
@@ -97,9 +101,12 @@ def import_candidates(doc: MemoryDocument, candidates: list[Candidate], now: dat
     taken = {e.path for e in doc.entries}
     saved: list[str] = []
     skipped: list[tuple[str, str]] = []
-    for candidate in candidates:
+    for index, candidate in enumerate(candidates, start=1):
         preview_words = " ".join(candidate.text.split()[:6])
         reason = _skip_reason(candidate, known)
+        if reason is not None and reason.startswith("looks like a secret"):
+            skipped.append((f"line {candidate.line}" if candidate.line else f"note {index}", reason))
+            continue
         if reason is not None:
             skipped.append((preview_words, reason))
             continue

@@ -21,7 +21,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any, ClassVar
 
 from core.agent.gateway import Gateway
@@ -34,6 +34,7 @@ from core.memory.model import MemoryDocument, Origin
 from core.memory.render import index_lines
 from core.message import Role, StoredMessage
 from core.ports import Changed, MemoryRepository, Messages
+from core.saving.grounding import Source
 from core.saving.notes import NoteProposal, Proposal, Refusal, check_note
 from core.structured import Answer
 from core.text import fact_key
@@ -59,7 +60,8 @@ names and numbers exactly as the owner wrote them. Keep plans, completed events,
 possessions, purchases and preferences apart (kind). Path is area/slug; areas: about,
 preferences, people, routines, lessons; slugs are lowercase words joined by hyphens.
 Cite the message ids the fact comes from and copy a short quote, word for word, from one
-of them. When the messages make a saved note untrue, list its path in replaces. Give
+of them; every name, number, date, e-mail address and link in the note must be in the
+messages it cites, or the note is refused. When the messages make a saved note untrue, list its path in replaces. Give
 dates as YYYY-MM-DD. Never write card numbers, passwords, keys or login links. If
 nothing should be saved, return {"notes": []}."""
 
@@ -69,9 +71,10 @@ class Sources:
     current: StoredMessage | None
     earlier: tuple[StoredMessage, ...]
 
-    def texts(self) -> dict[int, str]:
+    def texts(self, zone: tzinfo) -> dict[int, Source]:
+        """Each message's text and the day it was sent where the owner lives (what their "yesterday" means)."""
         found = ([self.current] if self.current else []) + list(self.earlier)
-        return {m.id: m.text for m in found}
+        return {m.id: Source(m.text, m.sent_at.astimezone(zone).date()) for m in found}
 
 
 def usable(message: StoredMessage) -> bool:
@@ -117,7 +120,7 @@ class Learner:
         if current is None or current.forwarded:  # someone else's words may not start a save
             return {"error": "The current message is forwarded or quoted text, not the owner's words; nothing was saved."}
         sources = await self.sources(ctx, current, named)
-        supplied = sources.texts()
+        supplied = sources.texts(ctx.owner.zone)
         if not supplied:
             return {"error": "None of those messages can be saved from (Nod's wording, forwarded, too long or secret)."}
         doc = ctx.document
@@ -127,7 +130,8 @@ class Learner:
             log.warning("memory_learn_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
             return {"error": f"Nothing was saved: {exc}"}
         now = self._clock.now()
-        checked = [check_note(note, supplied, now) for note in answer.notes]
+        saved_notes = {e.path: e.text for e in doc.entries}
+        checked = [check_note(note, supplied, now, saved_notes) for note in answer.notes]
         proposals = [c for c in checked if isinstance(c, Proposal)]
         refused = [{"path": c.path, "reason": c.reason} for c in checked if isinstance(c, Refusal)]
         refused += [{"path": "?", "reason": "not a well-formed note"}] * answer.dropped
@@ -136,8 +140,9 @@ class Learner:
             saved = await self._memory.apply(ctx.owner.id, lambda d: _apply(d, proposals, now))
             ctx.state.saved(saved)
             outcome = saved.result
-        log.info("memory_learn owner=%s saved=%s confirmed=%s refused=%s", ctx.owner.id,
-                 len(outcome.saved), len(outcome.confirmed), len(refused))
+        ungrounded = sum(r["reason"].startswith("ungrounded") for r in refused)
+        log.info("memory_learn owner=%s saved=%s confirmed=%s refused=%s ungrounded=%s", ctx.owner.id,
+                 len(outcome.saved), len(outcome.confirmed), len(refused), ungrounded)
         return {"saved": list(outcome.saved), "confirmed": list(outcome.confirmed), "refused": refused,
                 "note": "Saves are silent: do not mention this to the owner."}
 

@@ -2,8 +2,12 @@
 
 A proposed note is kept only when every rule holds: its path and text are valid, it
 cites at least one message the server supplied, one of those cited messages contains its
-quote (Unicode NFC and whitespace folding, nothing looser), and neither its text, its
-abstract nor its quote holds a secret. Optional details that do not parse are dropped,
+quote (Unicode NFC and whitespace folding, nothing looser), neither its text, its
+abstract nor its quote holds a secret, and every name, number, date, time, e-mail address
+and link in its text and abstract is in the cited messages or in the notes it replaces
+(``core.saving.grounding``: the quote proves the owner said something, not that they said
+the rest; "she moved to Lisbon" may carry the sister's name over from the note it
+replaces); an entity no cited message names is dropped like any invalid detail. Optional details that do not parse are dropped,
 never fatal; a quote over 400 characters proves the note and is then not stored. Each
 refusal has a reason the agent can read.
 """
@@ -22,6 +26,7 @@ from core.memory import document as ops
 from core.memory.limits import MAX_QUOTE, split_path
 from core.memory.model import Entry, Evidence, Origin
 from core.memory.quotes import quote_matches
+from core.saving.grounding import Source, describe, find_ungrounded
 from core.secrets import find_secret
 
 KINDS = ("plan", "event", "possession", "purchase", "preference", "fact", "person", "place", "routine", "lesson")
@@ -85,16 +90,19 @@ def _date(value: str | None) -> date | None:
         return None
 
 
-def _entities(values: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(v.strip() for v in values if v.strip()))[:MAX_ENTITIES]
+def _entities(values: list[str], sources: Sequence[Source]) -> tuple[str, ...]:
+    named = (v.strip() for v in values if v.strip())
+    return tuple(dict.fromkeys(v for v in named if not find_ungrounded(v, sources)))[:MAX_ENTITIES]
 
 
-def _quote_source(quote: str, cited: Sequence[int], supplied: Mapping[int, str]) -> int | None:
-    return next((i for i in cited if quote_matches(quote, supplied[i])), None)
+def _quote_source(quote: str, cited: Sequence[int], supplied: Mapping[int, Source]) -> int | None:
+    return next((i for i in cited if quote_matches(quote, supplied[i].text)), None)
 
 
-def check_note(note: NoteProposal, supplied: Mapping[int, str], now: datetime) -> Proposal | Refusal:
-    """One proposed note against the rules; ``supplied`` is id → text of the messages given."""
+def check_note(note: NoteProposal, supplied: Mapping[int, Source], now: datetime,
+               saved: Mapping[str, str] | None = None) -> Proposal | Refusal:
+    """One proposed note against the rules; ``supplied`` is id → the messages given (text, day sent),
+    ``saved`` path → text of the notes in memory now (a note it replaces grounds it too)."""
     path, note_text, quote = note.path or "?", note.text, note.quote
     if not note_text.strip():
         return Refusal(path, "no text")
@@ -111,6 +119,11 @@ def check_note(note: NoteProposal, supplied: Mapping[int, str], now: datetime) -
         found = find_secret(part)
         if found:
             return Refusal(path, f"the {label} holds a {found}")
+    notes = saved or {}
+    sources = [supplied[i] for i in dict.fromkeys(cited)] + [Source(notes[p]) for p in note.replaces if p in notes]
+    missing = find_ungrounded(note_text, sources) + find_ungrounded(abstract or "", sources)
+    if missing:
+        return Refusal(path, describe(missing))
     kept_quote = quote if len(quote) <= MAX_QUOTE else None  # proves the note, too long to keep
     evidence = tuple(Evidence(i, kept_quote if i == source else None, now) for i in dict.fromkeys(cited))
     kind = note.kind if note.kind in KINDS else None
@@ -118,7 +131,7 @@ def check_note(note: NoteProposal, supplied: Mapping[int, str], now: datetime) -
         split_path(path)
         entry = ops.make_entry(
             path, note_text.strip(), origin=Origin.STATED, now=now, abstract=abstract, evidence=evidence,
-            kind=kind, entities=_entities(note.entities), event_date=_date(note.event_date),
+            kind=kind, entities=_entities(note.entities, sources), event_date=_date(note.event_date),
             valid_from=_date(note.valid_from), valid_to=_date(note.valid_to), expires=_date(note.expires),
         )
     except MemoryLimitError as exc:

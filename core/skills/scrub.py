@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from core.secrets import find_secret
+from core.secrets import find_secret, secret_spans
 
 _TOKEN = re.compile(r"\S+")
 _RUN = re.compile(r"(?<!\d)\d(?:(?:[^\w\n]|_){0,5}\d)+(?!\d)")  # a run of digits and separators
-_PASSWORD = re.compile(r"(?i)\b(password|passwd|passcode|pass|pwd|pin|senha|passwort)\b(\s*(?:is|was|:|=)?\s*)(?!<)\S+")
 _PLACEHOLDER = {"card number": "<card number>", "private key": "<private key>", "key or token": "<key>",
                 "bearer token": "<token>", "password": "<password>", "link with a login": "<login link>"}
 
@@ -32,14 +31,13 @@ def scrub(draft: str, known: Iterable[str] = ()) -> str:
 
 
 def _scrub_line(line: str) -> str:
+    for start, end, found in reversed(secret_spans(line)):  # the detector's own places: a card read out, a password's value
+        line = line[:start] + _PLACEHOLDER[found] + line[end:]
     for _ in range(5):  # a line may hold several kinds: a password and a login link
         kind = find_secret(line)
         if kind is None:
             return line
-        if kind == "password":
-            cleaned = _PASSWORD.sub(r"\1\2<password>", line)
-        else:
-            cleaned = _TOKEN.sub(lambda m: _PLACEHOLDER[k] if (k := find_secret(m.group())) else m.group(), line)
+        cleaned = _TOKEN.sub(lambda m: _PLACEHOLDER[k] if (k := find_secret(m.group())) else m.group(), line)
         if cleaned == line:
             return line  # what is left is refused after the rewrite, not guessed at here
         line = cleaned

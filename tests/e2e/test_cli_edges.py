@@ -69,6 +69,38 @@ def test_an_import_skips_cards_with_dots_and_builds_no_slug_from_them(
     assert shown.returncode == 0 and "4111" not in shown.stdout
 
 
+SAID_SECRETS = {  # issue 39: 8, each saved before by `nod memory add` and `nod memory import`
+    "password": "Password for the wifi: hunter2hunter2",
+    "link with a login": "Reset link https://example.com/reset-password/9f8e7d6c5b4a39281706",
+    "card number": "Card 4111 1111 then 1111 1111",
+}
+
+
+@pytest.mark.parametrize("kind", SAID_SECRETS)
+def test_memory_add_refuses_a_secret_as_people_write_it(here: Path, cli: Nod, kind: str) -> None:
+    assert cli("owners", "add", "ana").returncode == 0
+    refused = _refused(cli, "memory", "add", "--owner", "ana", "about/wifi", SAID_SECRETS[kind])
+    assert kind in refused and "hunter2" not in refused and "9f8e" not in refused
+
+
+def test_an_import_names_each_skipped_secret_by_line_and_kind_never_by_its_words(here: Path, cli: Nod) -> None:
+    assert cli("owners", "add", "ana").returncode == 0
+    answer = here / "answer.md"
+    answer.write_text("## About you\n- Likes figs\n" + "".join(f"- {text}\n" for text in SAID_SECRETS.values()))
+    imported = cli("memory", "import", "--owner", "ana", str(answer))
+    assert imported.returncode == 0
+    assert imported.stdout.splitlines() == [
+        "Saved 1 notes, skipped 3.",
+        "skipped line 3: looks like a secret (password)",
+        "skipped line 4: looks like a secret (link with a login)",
+        "skipped line 5: looks like a secret (card number)",
+    ]
+    for secret in ("hunter2", "9f8e7d6c", "1111"):
+        assert secret not in imported.stdout + imported.stderr
+    shown = cli("memory", "show", "--owner", "ana", "--json")
+    assert "hunter2" not in shown.stdout and "9f8e7d6c" not in shown.stdout and "1111" not in shown.stdout
+
+
 def test_a_batch_line_no_engine_can_take_is_answered_and_the_rest_go_on(here: Path, cli: Nod) -> None:
     assert cli("owners", "add", "ana").returncode == 0
     calls = [{"tool": "history_search", "args": {"query": "x", "to": "9999-12-31"}},
@@ -78,6 +110,21 @@ def test_a_batch_line_no_engine_can_take_is_answered_and_the_rest_go_on(here: Pa
     assert batch.returncode == 0
     results = [json.loads(line) for line in batch.stdout.splitlines()]
     assert [set(r) for r in results] == [{"error"}, {"error"}, {"area", "entries", "count"}]
+
+
+@pytest.mark.parametrize("raw,why", [
+    ('{"words": 1' + "1" * 4_999 + "}", "more than 4,300 digits"),  # json raises a plain ValueError (issue 39: 10)
+    ("[" * 60_000 + "]" * 60_000, "nested too deeply"),  # json raises RecursionError
+    ('{"words": ', "Expecting value at character 10"),
+    ("", "Expecting value at character 0"),
+])
+def test_any_unparseable_tool_argument_is_one_sentence_and_exit_1(here: Path, cli: Nod, raw: str, why: str) -> None:
+    assert cli("owners", "add", "ana").returncode == 0
+    assert why in _refused(cli, "tool", "--owner", "ana", "memory_find", raw)
+    batch = cli("tool", "--owner", "ana", "--batch", stdin=json.dumps({"tool": "memory_find", "args": {"words": "x"}}) + "\n"
+                + '{"tool": "memory_find", "args": {"words": 1' + "1" * 4_999 + "}}\n")
+    assert batch.returncode == 0 and [set(json.loads(line)) for line in batch.stdout.splitlines()] == [
+        {"results", "count"}, {"error"}]
 
 
 def test_a_command_that_never_searches_makes_no_search_index(here: Path, cli: Nod) -> None:

@@ -99,6 +99,21 @@ async def test_quotes_sensitivity_and_stated_entries(nod: Harness) -> None:
     assert [(e.path, e.sensitive) for e in (await _doc(nod)).entries][1:] == [("about/asthma", True)]
 
 
+async def test_an_add_naming_what_its_cited_messages_never_say_is_refused_and_counted(nod: Harness) -> None:
+    """The quote is the owner's, the text is not (issue 39: 7): an invented address, a renamed cat."""
+    yes = await _say(nod, "yes save it")
+    cat = await _say(nod, "I adopted a cat called Miso yesterday")
+    nod.server.enqueue(MEMORY, reflected(
+        add("about/home", "Owner's home address is 221B Baker Street, London", [yes], "yes"),
+        add("about/cat", "Has a cat called Mochi", [cat], "a cat called Miso"),
+        add("about/cat-2", "2026-12-02: Adopted a cat called Miso", [cat], "adopted a cat called Miso"),
+    ), purpose="reflect")
+    lines = [t.line() for t in await nod.svc.maintenance.run()]
+    assert [e.text for e in (await _doc(nod)).entries] == ["2026-12-02: Adopted a cat called Miso"]
+    assert lines == ["Maya: repair archived 0; reflected 2 messages: 1 added, 0 confirmed by evidence, 0 archived, "
+                     "0 dropped, 2 not in the owner's words"]
+
+
 async def test_the_status_ladder_and_archiving_an_inferred_entry(nod: Harness) -> None:
     first = await _say(nod, "We moved to Braga", ago=timedelta(hours=3))
     nod.server.enqueue(MEMORY, reflected(add("about/home", "Lives in Braga", [first], "moved to Braga")), purpose="reflect")

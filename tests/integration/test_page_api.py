@@ -199,6 +199,21 @@ async def test_page_changes_work_while_saving_is_off_and_post_nothing_to_chat(si
     assert site.nod.sink.sent == [] and await site.nod.svc.messages.recent(site.nod.owner.id, 5) == []
 
 
+async def test_the_import_preview_never_ticks_a_secret_as_people_write_it(site: PageSite, maya: PageClient) -> None:
+    """The page ticks a line only when its `skip` is null (adapters/web/static/page.js); issue 39: 8."""
+    pasted = ("## About you\n- Password for the wifi: hunter2hunter2\n- the door code is 4821\n"
+              "- Reset link https://example.com/reset-password/9f8e7d6c5b4a39281706\n- Card 4111 1111 then 1111 1111\n"
+              "- The code review is on Monday\n")
+    status, answer = await maya.call("POST", "/api/memory/import/preview", {"text": pasted})
+    assert status == 200 and [n["skip"] for n in answer["notes"]] == [
+        "looks like a secret (password)", "looks like a secret (password)", "looks like a secret (link with a login)",
+        "looks like a secret (card number)", None]
+    chosen = [{"area": n["area"], "text": n["text"]} for n in answer["notes"]]  # ticked by hand all the same
+    status, answer = await maya.call("POST", "/api/memory/import", {"notes": chosen})
+    assert status == 200 and len(answer["saved"]) == 1
+    assert [s["text"] for s in answer["skipped"]] == ["note 1", "note 2", "note 3", "note 4"]  # never the secret back
+
+
 async def test_import_previews_without_a_model_then_saves_what_is_ticked(site: PageSite, maya: PageClient) -> None:
     await _sister(site)
     pasted = ("## People\n- Sister: Ana, lives in Porto\n- Brother: Rui\n## Lessons\n- Never book red-eye flights\n"
@@ -206,10 +221,10 @@ async def test_import_previews_without_a_model_then_saves_what_is_ticked(site: P
     status, answer = await maya.call("POST", "/api/memory/import/preview", {"text": pasted})
     skips = [(n["area"], n["skip"]) for n in answer["notes"]]
     assert status == 200 and skips == [("people", "already saved"), ("people", None), ("lessons", None),
-                                       ("lessons", "looks like a secret"), ("lessons", "over 4,000 characters")]
+                                       ("lessons", "looks like a secret (card number)"), ("lessons", "over 4,000 characters")]
     ticked = [{"area": "people", "text": "Brother: Rui"}, {"area": "lessons", "text": "card 4111 1111 1111 1111"}]
     status, answer = await maya.call("POST", "/api/memory/import", {"notes": ticked})
-    assert status == 200 and len(answer["saved"]) == 1 and answer["skipped"][0]["reason"] == "looks like a secret"
+    assert status == 200 and len(answer["saved"]) == 1 and answer["skipped"][0] == {"text": "note 2", "reason": "looks like a secret (card number)"}
     assert (await _entry(maya, answer["saved"][0]))["label"] == "Confirmed" and site.nod.server.requests == []
 
 

@@ -70,6 +70,7 @@ class Case:
     entries: tuple[tuple[str, str, str, tuple[tuple[str, str | None], ...]], ...] | None = None  # None: unchanged
     archive: tuple[tuple[str, str], ...] = ()
     error: str | None = None  # a phrase the tool result's error must hold
+    refused: str | None = None  # a phrase one of the tool result's refusals must hold
     hidden: bool = False  # the request itself must never reach the memory model
     memory_calls: int | None = None
 
@@ -163,6 +164,31 @@ CASES = [
              (learned(note("about/secret", secret_text, ["@req"], "Remember this for me")),), entries=())
         for kind, secret_text in SECRETS.items()
     ],
+    # the text, not only the quote, is held to the owner's words (issue 39: 7)
+    Case("an address the owner never wrote is refused though its quote is theirs", "yes save it", learn(),
+         (learned(note("about/home", "Owner's home address is 221B Baker Street, London", ["@req"], "yes")),),
+         history=(owner("@a", "can you keep my home address?"),), entries=(), refused="ungrounded: the text's number '221'"),
+    Case("a name the owner never wrote is refused", REQ, learn(),
+         (learned(note("people/sister", "Sister: Rita, lives in Porto", ["@req"], Q)),), entries=(),
+         refused="name 'Rita'"),
+    Case("a number in a message the note does not cite is refused", "remember my door number", learn(),
+         (learned(note("about/door", "Door number: 42", ["@req"], "my door number")),),
+         history=(owner("@a", "we are at number 42"),), entries=(), refused="number '42'"),
+    Case("the same number written with other spacing is kept", "Remember my phone: 912 345 678", learn(),
+         (learned(note("about/phone", "Phone: 912345678", ["@req"], "my phone: 912 345 678")),),
+         entries=(stated("about/phone", "Phone: 912345678", ("@req", "my phone: 912 345 678")),)),
+    Case("a day the owner said as yesterday is kept as its date", "Remember I saw Dr Costa yesterday at 3pm", learn(),
+         (learned(note("about/doctor", "2026-12-02 15:00: Saw Dr Costa", ["@req"], "I saw Dr Costa yesterday")),),
+         entries=(stated("about/doctor", "2026-12-02 15:00: Saw Dr Costa", ("@req", "I saw Dr Costa yesterday")),)),
+    Case("a name carried over from the note it replaces is kept", "She moved: my sister lives in Lisbon now", learn(),
+         (learned(note("people/sister", "Sister: Ana, lives in Lisbon", ["@req"], "my sister lives in Lisbon",
+                       replaces=["people/sister"])),),
+         existing=(("people/sister", SISTER[1], Origin.STATED),),
+         entries=(stated("people/sister", "Sister: Ana, lives in Lisbon", ("@req", "my sister lives in Lisbon")),),
+         archive=(("people/sister", "people/sister"),)),
+    Case("a name from a saved note it does not replace is refused", "She moved: my sister lives in Lisbon now", learn(),
+         (learned(note("people/sister-lisbon", "Sister: Ana, lives in Lisbon", ["@req"], "my sister lives in Lisbon")),),
+         existing=(("people/sister", SISTER[1], Origin.STATED),), entries=None, refused="name 'Ana'"),
     Case("an event origin may not save", REQ, learn(), (), origin=TurnOrigin.EVENT,
          error="work the owner started", memory_calls=0),
     Case("a schedule origin may not save", REQ, learn(), (), origin=TurnOrigin.SCHEDULE,
@@ -298,6 +324,8 @@ async def test_guardrail(case: Case, tmp_path: Path, server: FakeModelServer) ->
         assert _summary(doc, ids) == _expected(case, before)
         if case.error:
             assert case.error in result.get("error", ""), result
+        if case.refused:
+            assert any(case.refused in r["reason"] for r in result.get("refused", [])), result
         if case.memory_calls is not None:
             assert len(server.calls("memory_learn")) + len(server.calls("trust_check")) == case.memory_calls
         learn_inputs = " ".join(json.dumps(c["messages"]) for c in server.calls("memory_learn"))
