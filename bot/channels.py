@@ -66,7 +66,8 @@ def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
         return None
     client = build_client(settings.twilio_account_sid, settings.twilio_auth_token, settings.twilio_api_base_url)
     media = TwilioMedia(settings.twilio_account_sid, settings.twilio_auth_token, settings.twilio_api_base_url)
-    return WhatsAppChannel(TwilioSender(client, settings.twilio_whatsapp_from), settings.twilio_auth_token,
+    sender = TwilioSender(client, settings.twilio_whatsapp_from, template_sid=settings.twilio_reminder_content_sid)
+    return WhatsAppChannel(sender, settings.twilio_auth_token,
                            settings.public_url, media)
 
 

@@ -59,6 +59,7 @@ class Settings(BaseSettings):
     twilio_auth_token: str | None = Field(None, validation_alias=_var("TWILIO_AUTH_TOKEN"))
     twilio_whatsapp_from: str | None = Field(None, validation_alias=_var("TWILIO_WHATSAPP_FROM"))
     twilio_api_base_url: str | None = Field(None, validation_alias=_var("TWILIO_API_BASE_URL"))
+    twilio_reminder_content_sid: str | None = Field(None, validation_alias=_var("TWILIO_REMINDER_CONTENT_SID"))
     google_client_id: str | None = Field(None, validation_alias=_var("GOOGLE_CLIENT_ID"))
     google_client_secret: str | None = Field(None, validation_alias=_var("GOOGLE_CLIENT_SECRET"))
     # test servers for Google's OAuth endpoints and the Gmail API

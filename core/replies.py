@@ -9,7 +9,7 @@ size limit at the edge (``core.markdown``), so what is sent never changes what i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MAX_CHOICES = 6
 MAX_CHOICE_CHARS = 40
@@ -28,6 +28,10 @@ def choice_lines(choices: tuple[str, ...]) -> str:
 class Reply:
     text: str
     choices: tuple[str, ...] = ()
+    unprompted: bool = False  # Nod speaks first (a reminder), not in answer to the owner
+    # sent in the channel's pre-approved form (WhatsApp's template): what is left for an
+    # unprompted message once the channel's window for free-form messages has closed
+    approved_form: bool = False
 
     def bounded(self) -> Reply:
         """At most ``MAX_REPLY_CHARS``, cut at a line or word end and saying so when longer."""
@@ -39,7 +43,7 @@ class Reply:
             if at > len(head) // 2:
                 head = head[:at]
                 break
-        return Reply(head.rstrip() + CUT_NOTE, self.choices)
+        return replace(self, text=head.rstrip() + CUT_NOTE)
 
     def text_form(self) -> str:
         """The text with the choices listed under it: what a reader without buttons sees."""

@@ -16,6 +16,7 @@ messages), so the router can tell the owner elsewhere.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -76,8 +77,10 @@ def build_client(account_sid: str, auth_token: str, api_base_url: str | None) ->
 
 class TwilioSender:
     def __init__(self, client: Client, from_number: str, timeout_s: float = SEND_TIMEOUT_S,
-                 backoff_s: tuple[float, ...] = BACKOFF_S, max_retry_after_s: float = MAX_RETRY_AFTER_S) -> None:
+                 backoff_s: tuple[float, ...] = BACKOFF_S, max_retry_after_s: float = MAX_RETRY_AFTER_S,
+                 template_sid: str | None = None) -> None:
         self._client = client
+        self._template = template_sid  # TWILIO_REMINDER_CONTENT_SID: one variable, the text
         self._from = from_number if from_number.startswith("whatsapp:") else f"whatsapp:{from_number}"
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s  # public, as timeout_s: tests shorten the real pauses
@@ -95,27 +98,39 @@ class TwilioSender:
         log.warning("twilio_send_retry error=%s attempt=%s", error, state.attempt_number)
 
     async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
+        if reply.approved_form:
+            await self._send_template(to.external_id, reply.text)
+            return
         await self.send(to.external_id, reply.text, reply.choices)
+
+    async def _send_template(self, number: str, text: str) -> None:
+        """The operator's approved template with the text as its variable: allowed outside the window."""
+        if self._template is None:
+            raise DeliveryFailed("WhatsApp's 24-hour window is closed and no reminder template is configured",
+                                 code=str(OUTSIDE_WINDOW))
+        await self._send_part(number, text[:WHATSAPP_LIMIT], template=self._template)
 
     async def send(self, number: str, text: str, choices: tuple[str, ...] = ()) -> None:
         for part in whatsapp_parts(text, choice_lines(choices), WHATSAPP_LIMIT) or ["…"]:
             await self._send_part(number, part)
 
-    async def _create(self, number: str, part: str) -> Any:
+    async def _create(self, number: str, part: str, template: str | None = None) -> Any:
         """One create, tried again on 429, 5xx, a timeout or no connection (the module doc)."""
         retrying = AsyncRetrying(stop=stop_after_attempt(ATTEMPTS), wait=self._pause, reraise=True,
                                  retry=retry_if_exception_type((TwilioBusy, TimeoutError, OSError)),
                                  before_sleep=self._log_retry)
+        content = ({"content_sid": template, "content_variables": json.dumps({"1": part})} if template is not None
+                   else {"body": part})
         async for attempt in retrying:
             with attempt:
                 return await asyncio.wait_for(
-                    self._client.messages.create_async(from_=self._from, to=f"whatsapp:{number}", body=part),
+                    self._client.messages.create_async(from_=self._from, to=f"whatsapp:{number}", **content),
                     self.timeout_s)
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
-    async def _send_part(self, number: str, part: str) -> None:
+    async def _send_part(self, number: str, part: str, template: str | None = None) -> None:
         try:
-            message = await self._create(number, part)
+            message = await self._create(number, part, template)
         except TwilioBusy as exc:
             log.warning("twilio_send_failed code=%s attempts=%s", exc.status, ATTEMPTS)
             raise DeliveryFailed(f"Twilio stayed busy (HTTP {exc.status})", code=str(exc.status)) from exc

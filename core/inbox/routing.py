@@ -4,13 +4,17 @@ One owner may reach Nod on several channels and has one conversation: the reply 
 message goes to the identity that sent it. When that channel gives up (WhatsApp refuses
 a free-form message outside its 24-hour window, the owner blocked the Telegram bot), the
 reply goes to the owner's other identities, in the order they were linked, with a line
-saying why; without another channel the failure stays a log line.
+saying why. A message Nod starts itself (a reminder) that no channel took because the
+window for free-form messages has closed gets one more try in the channel's pre-approved
+form (WhatsApp's template, when the operator configured one); otherwise the failure is
+raised for the caller to record.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 
 from core.agent.conductor import ReplySink
 from core.errors import DeliveryFailed
@@ -19,6 +23,7 @@ from core.ports import Owners
 from core.replies import Reply
 
 log = logging.getLogger("nod.inbox.routing")
+OUTSIDE_WINDOW = "63016"  # WhatsApp (Twilio): a free-form message outside the 24-hour window
 
 
 class ChannelRouter:
@@ -46,4 +51,8 @@ class ChannelRouter:
                 return
             except DeliveryFailed as exc:
                 log.warning("delivery_failed owner=%s channel=%s code=%s error=%s", owner.id, other.channel, exc.code, exc)
+        if failure.code == OUTSIDE_WINDOW and reply.unprompted:
+            await sink.deliver(owner, to, replace(reply, approved_form=True))  # raises when there is no template
+            log.info("delivery_approved_form owner=%s channel=%s", owner.id, to.channel)
+            return
         raise failure

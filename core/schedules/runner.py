@@ -94,7 +94,7 @@ class Scheduler:
         delivered = False
         try:
             if to is not None:
-                await self._sink.deliver(owner, to, Reply(text))
+                await self._sink.deliver(owner, to, Reply(text, unprompted=True))
                 delivered = True
         except DeliveryFailed as exc:
             log.warning("schedule_undelivered schedule=%s code=%s", run.schedule.id, exc.code)

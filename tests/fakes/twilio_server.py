@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ class FakeTwilioServer:
     sent: list[dict[str, str]] = field(default_factory=list)
     delay_s: float = 0.0
     attempts: int = 0  # message creates asked for, refused ones included
+    closed_windows: set[str] = field(default_factory=set)  # numbers whose 24-hour window is closed: free-form refused
     _failures: list[tuple[int, int, str, dict[str, str]]] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
@@ -95,7 +97,9 @@ class FakeTwilioServer:
         self._failures.append((status, code, message, headers or {}))
 
     def bodies(self, to: str | None = None) -> list[str]:
-        return [m["Body"] for m in self.sent if to is None or m["To"] == f"whatsapp:{to}"]
+        """What was sent as text: a free-form body, or a template's one variable."""
+        return [m["Body"] if "Body" in m else json.loads(m["ContentVariables"])["1"]
+                for m in self.sent if to is None or m["To"] == f"whatsapp:{to}"]
 
     async def wait_for(self, count: int, timeout: float = 15.0) -> list[str]:
         """Until ``count`` messages were sent (woken by each one), or TimeoutError."""
@@ -116,6 +120,10 @@ class FakeTwilioServer:
             await asyncio.sleep(self.delay_s)
         form = {k: str(v) for k, v in (await request.post()).items()}
         self.attempts += 1
+        if "ContentSid" not in form and form.get("To", "").removeprefix("whatsapp:") in self.closed_windows:
+            return web.json_response({"code": 63016, "status": 400, "message": "Failed to send freeform message because "
+                                      "you are outside the allowed window. If you want to send messages outside the "
+                                      "window, use a Template."}, status=400)
         if self._failures:
             status, code, message, headers = self._failures.pop(0)
             return web.json_response({"code": code, "message": message, "status": status,
