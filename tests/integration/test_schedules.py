@@ -197,3 +197,26 @@ async def test_cancel_needs_the_owners_words_and_touches_only_their_own(nod: Har
     results = _tool_results(server)
     assert "ask_owner" in results[0] and "no active schedule" in results[1] and f'"cancelled": {mine.id}' in results[2]
     assert await nod.svc.schedules.active(nod.owner.id) == [] and len(await nod.svc.schedules.active(other.id)) == 1
+
+
+async def test_two_postgresql_workers_fire_100_due_schedules_exactly_once(
+        tmp_path, server: FakeModelServer, postgres_url: str) -> None:  # type: ignore[no-untyped-def]
+    from tests.integration.harness import make_harness
+
+    async for one in make_harness(tmp_path / "one", server, database_url=postgres_url, memory_model=None):
+        owners = [await one.svc.owners.add(f"o{k}", "Europe/Lisbon", (Identity("telegram", f"500{k}"),), START)
+                  for k in range(4)]  # 25 each: an owner keeps at most 50
+        for n in range(100):
+            at = datetime(2026, 12, 3, 10, n % 60)
+            await one.svc.schedules.create(owners[n % 4].id, Kind.REMINDER, f"r{n}", at, None,
+                                           at.replace(tzinfo=START.tzinfo), START, None)
+        async for two in make_harness(tmp_path / "two", server, database_url=postgres_url, memory_model=None):
+            sinks = (Sink(), Sink())
+            schedulers = (one.svc.scheduler(sinks[0]), two.svc.scheduler(sinks[1]))
+            for worker in (one, two):
+                worker.svc.clock.set(datetime(2026, 12, 3, 11, 0, tzinfo=START.tzinfo))  # type: ignore[attr-defined]
+            while sum(await asyncio.gather(*(s.tick() for s in schedulers))):
+                pass  # each tick claims at most 100; both workers tick at once until nothing is due
+            sent = [text.splitlines()[-1] for text in sinks[0].sent + sinks[1].sent]  # after "(Late: …)"
+            assert sorted(sent) == sorted(f"Reminder: r{n}" for n in range(100))  # none twice, none missed
+            assert [status for *_, status in await _runs(one)] == ["sent"] * 100

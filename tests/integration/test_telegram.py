@@ -42,7 +42,7 @@ async def test_a_message_in_and_the_reply_out_with_typing_commands_and_webhook(
     assert int(sent[0]["chat_id"]) == MAYA_TELEGRAM
     assert telegram.of("sendChatAction")[0]["action"] == "typing"
     assert {c["command"] for c in telegram.of("setMyCommands")[0]["commands"]} == {
-        "start", "help", "memory", "context", "reset", "stop", "settings"}
+        "start", "help", "memory", "context", "reset", "stop", "settings", "reminders"}
     hook = telegram.of("setWebhook")[0]
     assert hook["url"] == "https://nod.example.org/webhooks/telegram" and hook["secret_token"] == "webhook-secret"
     assert await _stored(live) == [("owner", "hello", False, False, False), ("assistant", "Hi **Maya** <3", False, False, False)]
