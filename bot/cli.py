@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import cli_data, cli_gmail, cli_talk
+from bot import cli_data, cli_gmail, cli_schedules, cli_talk
 from bot.logs import configure_logging
 from bot.settings import Settings, load_settings
 from bot.wiring import Services, services
@@ -104,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
                        ("disconnect", "revoke the owner's Gmail access and delete the token"),
                        ("refresh", "learn the writing style from the owner's sent mail now")):
         gmail_sub.add_parser(verb, help=what).add_argument("--owner", required=True)
+    cli_schedules.add_commands(sub, _Parser)
     tool = sub.add_parser("tool", help="run one read-only agent tool and print its JSON result")
     tool.add_argument("--owner", required=True)
     tool.add_argument("--batch", action="store_true", help="read JSON Lines {tool, args} on standard input")
@@ -141,6 +142,8 @@ def _action(args: argparse.Namespace) -> Callable[[Services], Awaitable[str]]:
         ("skills", "list"): lambda s: cli_data.skills_list(s, args.owner),
         ("skills", "show"): lambda s: cli_data.skills_show(s, args.owner, args.name),
         ("skills", "forget"): lambda s: cli_data.skills_forget(s, args.owner, args.name),
+        ("schedules", "list"): lambda s: cli_schedules.schedules_list(s, args.owner, args.json),
+        ("schedules", "cancel"): lambda s: cli_schedules.schedules_cancel(s, args.owner, args.id, args.json),
         ("tool", None): lambda s: (
             cli_data.tool_batch(s, args.owner, sys.stdin, sys.stdout) if args.batch
             else cli_data.tool_run(s, args.owner, args.tool, args.args)

@@ -9,6 +9,7 @@ from adapters.local.chat import CHANNEL, LocalChat, TerminalSink
 from bot.wiring import Services
 from core.agent.usage import day_start, month_start, render_usage
 from core.errors import InvalidInput
+from core.schedules.runner import advance
 
 
 async def chat(svc: Services, owner_name: str) -> str:
@@ -38,8 +39,11 @@ async def owners_set(svc: Services, name: str, spending_limit: str | None, tz: s
     owner = await svc.owners.by_name(name)
     if tz is not None:
         await svc.owners.set_time_zone(owner.id, tz)
+        moved = await svc.schedules.rezone(owner.id, tz, svc.clock.now(), advance)  # local times stay local
         if spending_limit is None:
-            return f"{owner.name}'s time zone is now {tz}."
+            also = f"; {moved} reminder{'s' if moved != 1 else ''} and task{'s' if moved != 1 else ''} keep their local time" \
+                if moved else ""
+            return f"{owner.name}'s time zone is now {tz}{also}."
     if spending_limit is None:
         return f"{owner.name}: nothing to change (try --spending-limit USD or --tz ZONE)."
     if spending_limit.lower() == "default":

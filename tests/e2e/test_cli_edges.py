@@ -6,6 +6,7 @@ Each case is one sentence on standard error and exit status 1, never a traceback
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
@@ -221,3 +222,35 @@ def test_a_bad_line_stops_an_import_after_the_batches_before_it_are_stored(here:
             return await svc.messages.count((await svc.owners.by_name("ana")).id)
 
     assert asyncio.run(stored()) == 2_000  # two whole batches of 1,000; the rest of the file is not taken
+
+
+def test_schedules_list_and_cancel_for_operators(cli: Nod, here: Path) -> None:
+    assert cli("owners", "add", "ana", "--tz", "Europe/Lisbon").returncode == 0
+    assert cli("schedules", "list", "--owner", "ana").stdout.strip() == "ana has no reminders or scheduled tasks."
+    asyncio.run(_one_schedule(here))
+    listed = json.loads(cli("schedules", "list", "--owner", "ana", "--json").stdout)
+    [one] = listed["schedules"]
+    assert one["text"] == "call the dentist" and one["next_run"].endswith("09:00 Lisbon time")
+    moved = cli("owners", "set", "ana", "--tz", "America/New_York")
+    assert "1 reminder and task keep their local time" in moved.stdout
+    again = json.loads(cli("schedules", "list", "--owner", "ana", "--json").stdout)["schedules"][0]
+    assert again["next_run"].endswith("09:00 New York time")  # 9:00 where the owner now is
+    refused = cli("schedules", "cancel", "99", "--owner", "ana")
+    assert refused.returncode == 1 and one_sentence(refused) == "nod: ana has no active schedule 99."
+    assert cli("schedules", "cancel", str(one["id"]), "--owner", "ana").stdout.startswith(f"Cancelled #{one['id']}")
+    assert cli("schedules", "list", "--owner", "ana", "--json").stdout.count('"id"') == 0
+
+
+async def _one_schedule(here: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from bot.settings import Settings
+    from bot.wiring import services
+    from core.schedules.model import Kind, local_to_utc
+
+    async with services(Settings(database_url=f"sqlite+aiosqlite:///{here / 'nod.db'}")) as svc:
+        owner = await svc.owners.by_name("ana")
+        local = (datetime.now(UTC) + timedelta(days=2)).astimezone(owner.zone).replace(hour=9, minute=0, second=0,
+                                                                                        microsecond=0, tzinfo=None)
+        await svc.schedules.create(owner.id, Kind.REMINDER, "call the dentist", local, None,
+                                   local_to_utc(local, owner.zone), datetime.now(UTC), None)
