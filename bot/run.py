@@ -53,7 +53,7 @@ def page_services(svc: Services) -> PageServices | None:
     if svc.page is None:
         return None
     return PageServices(svc.page, svc.edits, svc.memory, svc.owners, svc.messages, svc.clock, svc.page.secure,
-                        svc.gmail, svc.gmail_off)
+                        svc.gmail, svc.gmail_off, svc.schedules)
 
 
 async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:

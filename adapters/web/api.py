@@ -151,6 +151,17 @@ async def _forget_skill(request: web.Request, owner: Owner, body: dict[str, Any]
     return web.json_response({"forgotten": name})
 
 
+async def _cancel_schedule(request: web.Request, owner: Owner, body: dict[str, Any]) -> web.Response:
+    """Cancel one of the owner's reminders or tasks; another owner's id is as unknown as a made-up one."""
+    page, raw = request.app[SERVICES], request.match_info["id"]
+    cancelled = None
+    if raw.isdecimal() and len(raw) <= 9 and page.schedules is not None:
+        cancelled = await page.schedules.cancel(owner.id, int(raw), page.clock.now())
+    if cancelled is None:
+        raise NotFound("No such reminder or task.")
+    return web.json_response({"cancelled": cancelled.id})
+
+
 async def _settings(request: web.Request, owner: Owner, body: dict[str, Any]) -> web.Response:
     now = await request.app[SERVICES].edits.settings(owner, _flag(body, "saving_enabled"), _flag(body, "remember_sensitive"))
     return web.json_response({"saving_enabled": now.settings.saving_enabled,
@@ -180,7 +191,7 @@ def mount(app: web.Application) -> None:
         ("POST", note + "/confirm", _confirm, True), ("DELETE", note, _forget, True),
         ("POST", BASE + "/archive/{index}/restore", _restore, True),
         ("PUT", BASE + "/skills/{name}", _edit_skill, True), ("DELETE", BASE + "/skills/{name}", _forget_skill, True),
-        ("PUT", BASE + "/settings", _settings, True),
+        ("PUT", BASE + "/settings", _settings, True), ("DELETE", BASE + "/schedules/{id}", _cancel_schedule, True),
         ("POST", BASE + "/import/preview", _preview, True), ("POST", BASE + "/import", _import, True),
         ("POST", BASE + "/gmail/connect", gmail.connect, True), ("POST", BASE + "/gmail/refresh", gmail.refresh, True),
         ("POST", BASE + "/gmail/disconnect", gmail.disconnect, True),

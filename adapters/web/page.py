@@ -28,7 +28,8 @@ from core.owner import Owner
 from core.page.access import PAGE_PATH, SESSION_LIFETIME, PageAccess
 from core.page.edits import MemoryEdits
 from core.page.view import memory_view
-from core.ports import MemoryRepository, Messages, Owners
+from core.ports import MemoryRepository, Messages, Owners, Schedules
+from core.schedules.tool import described
 
 log = logging.getLogger("nod.web.page")
 COOKIE = "nod_session"
@@ -50,6 +51,7 @@ class PageServices:
     secure: bool
     gmail: GmailLink | None = None  # None when Gmail is off; gmail_off says why
     gmail_off: str = ""
+    schedules: Schedules | None = None
 
 
 SERVICES: web.AppKey[PageServices] = web.AppKey("page", PageServices)
@@ -111,7 +113,8 @@ async def full_view(page: PageServices, owner: Owner) -> dict[str, Any]:
     loaded = await page.memory.load(owner.id)
     view = await memory_view(owner, loaded.document, loaded.version, page.messages)
     gmail = await page.gmail.status(owner) if page.gmail is not None else {**NOT_CONFIGURED, "off": page.gmail_off}
-    return {**view, "gmail": gmail}
+    coming = await page.schedules.active(owner.id) if page.schedules is not None else []
+    return {**view, "gmail": gmail, "schedules": [described(s, owner.time_zone) for s in coming]}
 
 
 def message_page(status: int, title: str, sentence: str) -> web.Response:

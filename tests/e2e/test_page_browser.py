@@ -197,3 +197,25 @@ async def test_an_owner_connects_and_disconnects_gmail_in_the_browser(
         assert await page.get_by_role("button", name="Connect Gmail").count() == 1
         assert all(grant.revoked for grant in gmail.google.grants.values())
         assert page.errors == []
+
+
+async def test_an_owner_cancels_a_reminder_on_the_page(site: PageSite, browser: Any, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    from core.schedules.model import Kind
+
+    svc, due = site.nod.svc, datetime(2026, 12, 4, 9, 0, tzinfo=START.tzinfo)
+    for words in ("call the dentist", "water the plants"):
+        await svc.schedules.create(site.nod.owner.id, Kind.REMINDER, words, due.replace(tzinfo=None), None, due, START, None)
+    page = await _open(site, browser, 375)
+    section = page.locator('section[aria-labelledby="schedules-title"]')
+    assert await section.locator(".text").all_inner_texts() == ["call the dentist", "water the plants"]
+    assert "Friday 4 December, 09:00 Lisbon time" in await section.inner_text()
+    await section.screenshot(path=str(_shots(tmp_path) / "page-reminders-phone.png"))
+    page.once("dialog", lambda dialog: dialog.accept())
+    async with page.expect_navigation():
+        await section.get_by_role("button", name="Cancel the reminder: call the dentist").click()
+    assert await page.locator("#status").inner_text() == "Cancelled."
+    assert await section.locator(".text").all_inner_texts() == ["water the plants"]
+    assert [s.text for s in await svc.schedules.active(site.nod.owner.id)] == ["water the plants"]
+    assert page.errors == []

@@ -287,3 +287,25 @@ async def test_the_cookie_is_secure_behind_https(tmp_path: Path, server: FakeMod
         async with aiohttp.ClientSession() as http:
             async with http.get(f"{site.base}{parts.path}?{parts.query}", allow_redirects=False) as response:
                 assert "Secure" in response.headers["Set-Cookie"]
+
+
+async def test_reminders_and_tasks_are_listed_and_cancelled_only_by_their_owner(site: PageSite, maya: PageClient) -> None:
+    from datetime import datetime
+
+    from core.schedules.model import Kind
+
+    svc, due = site.nod.svc, datetime(2026, 12, 4, 9, 0, tzinfo=START.tzinfo)
+    mine = await svc.schedules.create(site.nod.owner.id, Kind.REMINDER, "call the dentist", due.replace(tzinfo=None),
+                                      None, due, START, None)
+    rui = await svc.owners.add("Rui", "Europe/Lisbon", (), START)
+    theirs = await svc.schedules.create(rui.id, Kind.TASK, "rui's task", due.replace(tzinfo=None), None, due, START, None)
+    _, view = await maya.call("GET", "/api/memory")
+    assert [(s["id"], s["text"], s["next_run"]) for s in view["schedules"]] == [
+        (mine.id, "call the dentist", "Friday 4 December, 09:00 Lisbon time")]
+    page = await (await maya.http.get(site.base + "/settings/memory")).text()
+    assert "Reminders and tasks" in page and "call the dentist" in page and "rui&#39;s task" not in page
+    assert (await maya.call("DELETE", f"/api/memory/schedules/{mine.id}", csrf="forged"))[0] == 403
+    assert (await maya.call("DELETE", f"/api/memory/schedules/{theirs.id}"))[0] == 404  # another owner's: unknown
+    assert (await maya.call("DELETE", "/api/memory/schedules/99999999999"))[0] == 404
+    assert await maya.call("DELETE", f"/api/memory/schedules/{mine.id}") == (200, {"cancelled": mine.id})
+    assert await svc.schedules.active(site.nod.owner.id) == [] and len(await svc.schedules.active(rui.id)) == 1

@@ -123,6 +123,11 @@ document.addEventListener("click", (event) => {
     }
   } else if (action === "restore") {
     act(() => call("POST", `/api/memory/archive/${note.dataset.index}/restore`, { etag }), "Restored.");
+  } else if (action === "cancel-schedule") {
+    const id = note.dataset.schedule;
+    if (window.confirm("Cancel this reminder?")) {
+      act(() => call("DELETE", "/api/memory/schedules/" + encodeURIComponent(id)), "Cancelled.");
+    }
   } else if (action === "forget-skill") {
     const name = note.dataset.skill;
     if (window.confirm(`Forget the skill ${name}?`)) {
