@@ -22,6 +22,8 @@ FTS5, tantivy and bm25s (``--messages`` and ``--queries`` make it smaller or lar
 
 page: the memory page and GET /api/memory for a full 256 KiB document (p50/p99, bytes).
 
+schedules: the scheduler with 10,000 active schedules: a tick's cost and due-to-sent delay.
+
 webhooks: inbound WhatsApp webhooks into a ``nod run`` process at rising rates: accepted
 messages per second and acknowledgement latency.
 """
@@ -37,6 +39,7 @@ from tests.bench.maintenance import run_maintenance_bench
 from tests.bench.page import run_page_bench
 from tests.bench.retrieval import SPLITS, run_locomo
 from tests.bench.scale import run_scale
+from tests.bench.schedules import run_schedules_bench
 from tests.bench.storage import run_storage
 from tests.bench.turn import run_turn_bench
 from tests.bench.webhooks import run_webhook_bench
@@ -46,7 +49,7 @@ from tests.bench.workers import run_workers
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
     parser.add_argument("suite", choices=["storage", "locomo", "locomo-batch", "scale", "turn", "maintenance", "evidence",
-                                          "webhooks", "page", "workers"])
+                                          "webhooks", "page", "workers", "schedules"])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
@@ -57,6 +60,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.suite == "storage":
         asyncio.run(run_storage(args.rounds))
+    elif args.suite == "schedules":
+        asyncio.run(run_schedules_bench())
     elif args.suite == "locomo":
         asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split], not args.fts5))
     elif args.suite == "locomo-batch":
