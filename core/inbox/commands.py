@@ -5,12 +5,14 @@
 ``/stop`` cancels the running turn; ``/reminders`` lists what is coming, with ids;
 ``/settings`` answers with a one-time sign-in link to
 the memory page and ``/settings logout`` ends the owner's page sessions (or says in one
-sentence why the page is off). Any other text starting with a slash is an ordinary
-message: owners write "/shrug" too.
+sentence why the page is off). Any other ``/word`` on its own — "/remind", "/usage" — is a
+command Nod does not have: it gets the help text, with no model turn; a slash inside a
+sentence ("/shrug that was odd", "1/2 cup") is ordinary text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -51,13 +53,20 @@ def command_argument(text: str) -> str:
     return parts[1].strip().lower() if len(parts) > 1 else ""
 
 
+UNKNOWN = "unknown"  # what command_name answers for a /word Nod has no command for
+_COMMAND_WORD = re.compile(r"/([A-Za-z][A-Za-z0-9_]{0,31})(@\w+)?")
+
+
 def command_name(text: str) -> str | None:
-    """``memory`` for "/memory" or "/memory@NodBot"; None when the text is not a command."""
+    """``memory`` for "/memory" or "/memory@NodBot"; ``UNKNOWN`` for a lone "/word" that is no
+    command; None when the text is not a command."""
     stripped = text.strip()
     if not stripped.startswith("/"):
         return None
     word = stripped[1:].split(maxsplit=1)[0].split("@", 1)[0].lower() if len(stripped) > 1 else ""
-    return word if word in COMMANDS else None
+    if word in COMMANDS:
+        return word
+    return UNKNOWN if _COMMAND_WORD.fullmatch(stripped) else None
 
 
 class OwnerCommands:
@@ -73,6 +82,8 @@ class OwnerCommands:
     async def run(self, owner: Owner, name: str, argument: str = "") -> str:
         if name == "settings":
             return await self._settings(owner, argument)
+        if name == UNKNOWN:
+            return "I don't have that command.\n\n" + HELP
         actions: dict[str, Callable[[Owner], Awaitable[str]]] = {
             "start": _help, "help": _help, "memory": self._digests.memory,
             "context": self._digests.context, "reset": self._reset, "stop": self._stop,

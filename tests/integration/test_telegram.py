@@ -305,3 +305,11 @@ def _with_sister(live: Live):  # type: ignore[no-untyped-def]
         entry = ops.make_entry("people/sister", "Sister: Ana", origin=Origin.STATED, now=live.nod.svc.clock.now())
         return ops.add_entry(doc, entry)
     return change
+
+
+async def test_a_command_nod_does_not_have_gets_the_help_without_a_turn(live: Live, server: FakeModelServer,
+                                                                      telegram: FakeTelegramServer) -> None:
+    assert await live.post_update(message_update(1, MAYA_TELEGRAM, "/whatever")) == 200
+    sent = await telegram.wait_for("sendMessage")
+    assert sent[0]["text"].startswith("I don't have that command.") and "/reminders" in sent[0]["text"]
+    assert server.calls() == [] and await _stored(live) == []  # no turn, nothing stored

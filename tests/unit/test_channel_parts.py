@@ -27,7 +27,9 @@ from core.voice import (
 
 def test_only_the_known_commands_are_commands() -> None:
     assert command_name("/memory") == "memory" and command_name("/Memory@NodBot please") == "memory"
-    assert command_name("/shrug") is None and command_name("memory") is None and command_name("/") is None
+    assert command_name("/shrug that was odd") is None and command_name("memory") is None and command_name("/") is None
+    assert command_name("/remind") == "unknown" and command_name("/usage@NodBot") == "unknown"
+    assert command_name("/1/2 cup") is None and command_name("/etc/hosts") is None
 
 
 def test_whatsapp_forms_become_incoming_messages() -> None:
