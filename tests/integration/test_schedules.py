@@ -220,3 +220,21 @@ async def test_two_postgresql_workers_fire_100_due_schedules_exactly_once(
             sent = [text.splitlines()[-1] for text in sinks[0].sent + sinks[1].sent]  # after "(Late: …)"
             assert sorted(sent) == sorted(f"Reminder: r{n}" for n in range(100))  # none twice, none missed
             assert [status for *_, status in await _runs(one)] == ["sent"] * 100
+
+
+async def test_a_task_past_the_spending_limit_sends_one_sentence_instead(nod: Harness, server: FakeModelServer) -> None:
+    from dataclasses import replace
+
+    from core.agent.usage import UsageRecord
+
+    await nod.svc.owners.link(nod.owner.id, MAYA)
+    await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, spending_limit_usd=1.0))
+    await nod.svc.usage.record(UsageRecord(nod.owner.id, "agent", AGENT, 10, 10, 2.5, 5, "ok", START))
+    at = datetime(2026, 12, 3, 18, 0)
+    await nod.svc.schedules.create(nod.owner.id, Kind.TASK, "sum up my day", at, None, at.replace(tzinfo=START.tzinfo),
+                                   START, None)
+    sink = Sink()
+    nod.svc.clock.set(at.replace(tzinfo=START.tzinfo))  # type: ignore[attr-defined]
+    assert await nod.svc.scheduler(sink).tick() == 1
+    [sent] = sink.sent
+    assert sent.startswith("This month I've used $2.50 of your $1.00 spending limit.") and server.calls() == []
