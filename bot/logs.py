@@ -18,23 +18,31 @@ import re
 import sys
 
 _OWN = "nod"
-_QUERY = re.compile(r"""\?(?=[\w.~%-]*=)[^\s'"<>\\]*""")  # ?key=... up to a space or a quote
-# a path segment of 20+ token characters with 3+ digits and 3+ letters: a reset link's or a
-# session's token (a random 43-character one has about seven digits), not a file or folder name
+_QUERY = re.compile(r"""[?#](?=[\w.~%-]*=)[^\s'"<>\\]*""")  # ?key=… or #key=… up to a space or a quote
+_USERINFO = re.compile(r"(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+@")  # scheme://user:password@host
+_BOT_TOKEN = re.compile(r"bot\d{3,}:[\w-]{20,}")  # Telegram's token in its API's paths: /bot123:AAH…/sendMessage
+# in a URL or a request line, a path segment of 20+ token characters with 3+ digits and 3+ letters:
+# a reset link's or a session's token (a random 43-character one has about seven digits)
+_URLISH = re.compile(r"""(?:[a-z][\w+.-]*://|\b(?:GET|POST|PUT|DELETE|HEAD|PATCH|OPTIONS) )[^\s'"<>]+""", re.I)
 _PATH_TOKEN = re.compile(r"(?<=/)(?=(?:[\w-]*\d){3})(?=(?:[\w-]*[A-Za-z]){3})[\w-]{20,}")
 
 
 def redact_urls(text: str) -> str:
-    """``text`` without URL query strings and path tokens."""
-    return _PATH_TOKEN.sub("…", _QUERY.sub("?…", text))
+    """``text`` without URL credentials: query strings and fragments with values, user:password@,
+    Telegram's bot token, and long random path segments of URLs and request lines."""
+    text = _BOT_TOKEN.sub("bot…", _USERINFO.sub("…@", _QUERY.sub(lambda m: m.group()[0] + "…", text)))
+    return _URLISH.sub(lambda m: _PATH_TOKEN.sub("…", m.group()), text)
 
 
 class _UrlCredentials(logging.Filter):
     """Every record, its traceback included, with URL credentials replaced (``redact_urls``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if "?" in message or "/" in message:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a call with bad arguments: logging itself reports it, as before
+            return True
+        if "?" in message or "/" in message or "#" in message:
             record.msg, record.args = redact_urls(message), None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)

@@ -74,17 +74,20 @@ async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
 async def _schedule_loop(svc: Services, running: Channels, stop: asyncio.Event) -> None:
     """Reminders and scheduled tasks: fire what is due, then sleep until the next is (at most 1 s)."""
     scheduler = svc.scheduler(running.sink)
-    while not stop.is_set():
-        wait_s = 1.0
-        try:
-            await scheduler.tick()
-            wait_s = await scheduler.wait_s()
-        except Exception:  # noqa: BLE001 - the loop outlives a failed tick (the database may be back later)
-            log.exception("schedule_tick_failed")
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=wait_s)
-        except TimeoutError:
-            pass
+    try:
+        while not stop.is_set():
+            wait_s = 1.0
+            try:
+                await scheduler.tick()
+                wait_s = await scheduler.wait_s()
+            except Exception:  # noqa: BLE001 - the loop outlives a failed tick (the database may be back later)
+                log.exception("schedule_tick_failed")
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=wait_s)
+            except TimeoutError:
+                pass
+    finally:
+        await asyncio.shield(scheduler.close())
 
 
 @contextmanager

@@ -103,6 +103,14 @@ class StoredMessage:
 
 
 @dataclass(frozen=True)
+class Owed:
+    """A stored reply no channel has taken yet (the outbox); ``unprompted``: Nod spoke first."""
+
+    message: StoredMessage
+    unprompted: bool = False
+
+
+@dataclass(frozen=True)
 class Appended:
     message: StoredMessage
     created: bool

@@ -11,7 +11,7 @@ the Gmail writing style (``adapters.gmail``), in the same way ``ChatModel`` is t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar
@@ -19,7 +19,7 @@ from typing import Generic, Protocol, TypeVar
 from core.gmail.model import Connection, Consent, Grant, MailMessage, PendingConsent, RunReport
 from core.history.scope import Matcher, Scope
 from core.memory.model import MemoryDocument
-from core.message import Appended, NewMessage, Role, StoredMessage
+from core.message import Appended, NewMessage, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings
 from core.schedules.model import DueRun, Kind, Schedule
 
@@ -68,7 +68,7 @@ class Messages(Protocol):
 
     async def delivered(self, reply_id: int) -> bool: ...
 
-    async def undelivered(self, stored_before: datetime) -> list[StoredMessage]: ...
+    async def undelivered(self, stored_before: datetime, channels: Collection[str], limit: int = 100) -> list[Owed]: ...
 
     async def pending_voice(self, owner_id: int, up_to: int) -> list[StoredMessage]: ...
 
@@ -105,14 +105,16 @@ class Schedules(Protocol):
     async def cancel(self, owner_id: int, schedule_id: int, now: datetime) -> Schedule | None: ...
 
     async def rezone(self, owner_id: int, zone: str, now: datetime,
-                     advance: Callable[[Schedule, str, datetime], datetime | None]) -> int: ...
+                     advance: Callable[[Schedule, str, datetime], tuple[datetime, datetime] | None]) -> int: ...
 
     async def next_due(self) -> datetime | None: ...
 
     async def claim_due(self, now: datetime, late_after: datetime, missed_before: datetime,
-                        advance: Callable[[Schedule, str, datetime], datetime | None], limit: int = 100) -> list[DueRun]: ...
+                        advance: Callable[[Schedule, str, datetime], tuple[datetime, datetime] | None],
+                        limit: int = 100) -> list[DueRun]: ...
 
-    async def retake_stale(self, now: datetime, claimed_before: datetime, limit: int = 100) -> list[DueRun]: ...
+    async def retake_stale(self, now: datetime, claimed_before: datetime, missed_before: datetime,
+                           limit: int = 100) -> list[DueRun]: ...
 
     async def finish(self, run: DueRun, reply: NewMessage) -> StoredMessage | None: ...
 

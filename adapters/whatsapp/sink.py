@@ -20,6 +20,7 @@ import json
 import logging
 from typing import Any
 
+import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from twilio.base.exceptions import TwilioException, TwilioRestException
 from twilio.http.async_http_client import AsyncTwilioHttpClient
@@ -108,7 +109,8 @@ class TwilioSender:
         if self._template is None:
             raise DeliveryFailed("WhatsApp's 24-hour window is closed and no reminder template is configured",
                                  code=str(OUTSIDE_WINDOW))
-        await self._send_part(number, text[:WHATSAPP_LIMIT], template=self._template)
+        # a template's variable may hold no newline or tab (Meta refuses them): one line
+        await self._send_part(number, " ".join(text.split())[:WHATSAPP_LIMIT], template=self._template)
 
     async def send(self, number: str, text: str, choices: tuple[str, ...] = ()) -> None:
         for part in whatsapp_parts(text, choice_lines(choices), WHATSAPP_LIMIT) or ["…"]:
@@ -117,7 +119,7 @@ class TwilioSender:
     async def _create(self, number: str, part: str, template: str | None = None) -> Any:
         """One create, tried again on 429, 5xx, a timeout or no connection (the module doc)."""
         retrying = AsyncRetrying(stop=stop_after_attempt(ATTEMPTS), wait=self._pause, reraise=True,
-                                 retry=retry_if_exception_type((TwilioBusy, TimeoutError, OSError)),
+                                 retry=retry_if_exception_type((TwilioBusy, TimeoutError, OSError, aiohttp.ClientError)),
                                  before_sleep=self._log_retry)
         content = ({"content_sid": template, "content_variables": json.dumps({"1": part})} if template is not None
                    else {"body": part})
@@ -142,7 +144,7 @@ class TwilioSender:
         except TimeoutError as exc:
             log.warning("twilio_send_failed code=timeout after_s=%s", self.timeout_s)
             raise DeliveryFailed("Twilio did not answer in time", code="timeout") from exc
-        except (TwilioException, OSError) as exc:
+        except (TwilioException, OSError, aiohttp.ClientError) as exc:
             log.warning("twilio_send_failed code=unreachable error=%s", type(exc).__name__)
             raise DeliveryFailed("Twilio could not be reached", code="unreachable") from exc
         log.info("twilio_sent sid=%s status=%s", message.sid, message.status)

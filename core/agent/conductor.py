@@ -67,6 +67,7 @@ log = logging.getLogger("nod.agent")
 TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."
 RECOVER_WITHIN = timedelta(hours=6)  # older requests left by a crash get a note, not a late answer
 DELIVERY_GRACE = timedelta(minutes=5)  # a stored reply is resent only when no live delivery can still be trying
+SEND_DEADLINE = timedelta(minutes=4)  # ... because a delivery (its retries and fallbacks) is cut off before then
 TOO_LATE = ("Sorry, I was interrupted and couldn't answer your message of {when} in time. "
             "If you still need it, please ask again.")
 
@@ -195,8 +196,9 @@ class Conductor:
         between storing and sending. Each is taken off the outbox first (one worker wins)."""
         now = self._deps.clock.now()
         sent = 0
-        for reply in await self._deps.messages.undelivered(now - self._delivery_grace):
-            if reply.channel not in channels or reply.id in self._sending:
+        for owed in await self._deps.messages.undelivered(now - self._delivery_grace, channels):
+            reply = owed.message
+            if reply.id in self._sending:
                 continue
             if (owner_id is not None and reply.owner_id != owner_id) or not await self._deps.messages.delivered(reply.id):
                 continue
@@ -205,7 +207,7 @@ class Conductor:
                 continue
             owner = await self._deps.owners.by_id(reply.owner_id)
             log.info("reply_resent owner=%s message=%s", owner.id, reply.id)
-            await self._send(owner, await self._reply_address(owner, reply), Reply(reply.text))
+            await self._send(owner, await self._reply_address(owner, reply), Reply(reply.text, unprompted=owed.unprompted))
             sent += 1
         return sent
 
@@ -326,9 +328,12 @@ class Conductor:
             self._sending.discard(stored.id)
 
     async def _send(self, owner: Owner, to: Identity, reply: Reply) -> None:
-        """Hand the reply to its channel; a channel that gives up is logged (the reply is stored)."""
+        """Hand the reply to its channel, within ``SEND_DEADLINE``; a channel that gives up is logged
+        (the reply is stored)."""
         try:
-            await self._sink.deliver(owner, to, reply)
+            await asyncio.wait_for(self._sink.deliver(owner, to, reply), SEND_DEADLINE.total_seconds())
+        except TimeoutError:
+            log.warning("reply_delivery_failed owner=%s channel=%s code=deadline", owner.id, to.channel)
         except DeliveryFailed as exc:
             log.warning("reply_delivery_failed owner=%s channel=%s code=%s error=%s", owner.id, to.channel, exc.code, exc)
         except Exception:  # noqa: BLE001 - a channel failure is logged, never raised into the core

@@ -113,7 +113,8 @@ class OwnerCommands:
         for schedule in coming:
             shown = described(schedule, owner.time_zone)
             repeat = f", repeats ({schedule.repeat})" if schedule.repeat else ""
-            lines.append(f"#{schedule.id} {shown['next_run']}{repeat} — {schedule.kind.value}: {schedule.text}")
+            text = schedule.text if len(schedule.text) <= 120 else schedule.text[:119].rstrip() + "…"
+            lines.append(f"#{schedule.id} {shown['next_run']}{repeat} — {schedule.kind.value}: {text}")
         return "Coming up:\n" + "\n".join(lines) + "\n\nTo cancel one, tell me its number."
 
     async def _stop(self, owner: Owner) -> str:

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from core.agent.conductor import ReplySink
+from core.agent.conductor import SEND_DEADLINE, ReplySink
 from core.agent.turn_context import TurnOrigin
 from core.clock import Clock
 from core.errors import DeliveryFailed
@@ -27,12 +27,14 @@ from core.message import NewMessage, Role
 from core.owner import Identity, Owner
 from core.ports import Messages, Owners, Schedules
 from core.replies import Reply
-from core.schedules.model import DueRun, Kind, Schedule, occurrences_after, spoken_time
+from core.schedules.model import DueRun, Kind, Schedule, next_run, spoken_time
 
 log = logging.getLogger("nod.schedules")
 LATE_BOUND = timedelta(hours=2)  # a run missed by more is told at the next message, not fired
 ON_TIME = timedelta(minutes=1)  # a run fired later than this says it is late
 STALE_CLAIM = timedelta(minutes=15)  # a claimed run unfinished this long: its process died
+TASK_TURNS = 4  # scheduled tasks' agent turns at once in a process; reminders never wait for them
+NOTICE_LINES = 10  # a notice names at most this many schedules
 MAX_WAIT_S = 1.0  # the longest a tick sleeps: a schedule made on another worker is due within a second
 
 
@@ -42,10 +44,10 @@ class TaskRuns(Protocol):
     async def run(self, owner: Owner, schedule: Schedule) -> str: ...
 
 
-def advance(schedule: Schedule, zone: str, after: datetime) -> datetime | None:
-    """The schedule's next run after ``after``, in its owner's ``zone``; None when it has no more."""
-    found = occurrences_after(schedule.start_local, schedule.repeat, ZoneInfo(zone), after)
-    return found[0] if found else None
+def advance(schedule: Schedule, zone: str, after: datetime) -> tuple[datetime, datetime] | None:
+    """The schedule's next run after ``after`` in its owner's ``zone``, with its new anchor (see
+    ``next_run``); None when it has no more. Never sooner than ``MIN_REPEAT`` after ``after``'s run."""
+    return next_run(schedule.start_local, schedule.repeat, ZoneInfo(zone), after)
 
 
 class Scheduler:
@@ -58,16 +60,33 @@ class Scheduler:
         self._clock = clock
         self._tasks = tasks
         self._stale = stale_at_start  # the first tick's: SQLite's one process may take its dead self's runs at once
+        self._firing: set[asyncio.Task[None]] = set()
+        self._task_turns = asyncio.Semaphore(TASK_TURNS)
 
     async def tick(self) -> int:
-        """Fire every run due now (and unfinished ones a dead process left); how many."""
+        """Claim every run due now (and unfinished ones a dead process left) and start firing them,
+        each on its own, so one slow task holds up no other owner's reminder; how many."""
         now = self._clock.now()
-        runs = await self._schedules.retake_stale(now, now - self._stale)
+        runs = await self._schedules.retake_stale(now, now - self._stale, now - LATE_BOUND)
         self._stale = STALE_CLAIM
         runs += await self._schedules.claim_due(now, now - ON_TIME, now - LATE_BOUND, advance)
-        if runs:
-            await asyncio.gather(*(self._fire(run) for run in runs))
+        for run in runs:
+            firing = asyncio.create_task(self._fire(run))
+            self._firing.add(firing)
+            firing.add_done_callback(self._firing.discard)
         return len(runs)
+
+    async def close(self) -> None:
+        """Stop: runs still firing are cancelled (their claims are taken up again after a restart)."""
+        for firing in list(self._firing):
+            firing.cancel()
+        await self.settle()
+
+    async def settle(self) -> None:
+        """Until every run started so far has been fired (tests, and a clean stop)."""
+        while self._firing:
+            await asyncio.wait(set(self._firing))
+            await asyncio.sleep(0)  # done callbacks run: the set forgets them
 
     async def wait_s(self) -> float:
         """How long until the next run is due, at most ``MAX_WAIT_S``."""
@@ -94,10 +113,13 @@ class Scheduler:
         delivered = False
         try:
             if to is not None:
-                await self._sink.deliver(owner, to, Reply(text, unprompted=True))
+                await asyncio.wait_for(self._sink.deliver(owner, to, Reply(text, unprompted=True)),
+                                       SEND_DEADLINE.total_seconds())
                 delivered = True
         except DeliveryFailed as exc:
             log.warning("schedule_undelivered schedule=%s code=%s", run.schedule.id, exc.code)
+        except Exception as exc:  # noqa: BLE001 - any other channel failure: the owner hears of it later
+            log.warning("schedule_undelivered schedule=%s error=%s", run.schedule.id, type(exc).__name__)
         finally:
             await self._messages.delivered(stored.id)
         if not delivered:
@@ -109,7 +131,8 @@ class Scheduler:
         late = (f"(Late: Nod was offline at {spoken_time(run.due_at, owner.zone)}.)\n" if run.late else "")
         if run.schedule.kind is Kind.REMINDER:
             return f"{late}Reminder: {run.schedule.text}"
-        return late + await self._tasks.run(owner, run.schedule)
+        async with self._task_turns:
+            return late + await self._tasks.run(owner, run.schedule)
 
     async def _where(self, owner: Owner) -> Identity | None:
         """The channel the owner used last; else the first one linked; None when there is none."""
@@ -126,8 +149,20 @@ async def notices(schedules: Schedules, owner: Owner) -> str | None:
     untold = await schedules.untold(owner.id)
     if not untold:
         return None
+    grouped: dict[tuple[int, str], list[datetime]] = {}
+    texts: dict[int, str] = {}
+    for schedule, due, status in untold:  # one line a schedule, however often it was missed
+        grouped.setdefault((schedule.id, status), []).append(due)
+        texts[schedule.id] = schedule.text
     lines = []
-    for schedule, due, status in untold:
+    for (schedule_id, status), dues in list(grouped.items())[:NOTICE_LINES]:
         what = "missed while Nod was offline" if status == "missed" else "could not be delivered"
-        lines.append(f"- {schedule.text} ({spoken_time(due, owner.zone)}): {what}")
-    return "About your reminders and tasks:\n" + "\n".join(lines)
+        when = spoken_time(dues[-1], owner.zone) + (f", and {len(dues) - 1} earlier time(s)" if len(dues) > 1 else "")
+        lines.append(f"- {_short(texts[schedule_id])} ({when}): {what}")
+    more = len(grouped) - NOTICE_LINES
+    tail = f"\n…and {more} more; /reminders lists what is coming." if more > 0 else ""
+    return "About your reminders and tasks:\n" + "\n".join(lines) + tail
+
+
+def _short(text: str, most: int = 100) -> str:
+    return text if len(text) <= most else text[: most - 1].rstrip() + "…"

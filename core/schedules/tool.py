@@ -10,6 +10,7 @@ way a person would ("Sunday 7 December, 19:00 Lisbon time") for the agent to con
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -22,15 +23,30 @@ from core.agent.turn_context import TurnContext, TurnOrigin
 from core.errors import InvalidInput
 from core.ports import Messages, Schedules
 from core.saving.trust import owner_asks
-from core.schedules.model import MAX_TEXT_CHARS, Kind, Schedule, check_repeat, local_to_utc, occurrences_after, spoken_time
+from core.schedules.model import (
+    MAX_TEXT_CHARS,
+    Kind,
+    Schedule,
+    check_repeat,
+    local_to_utc,
+    occurrences_after,
+    parse_rule,
+    spoken_time,
+)
 from core.secrets import contains_secret
 from core.structured import Arguments
+from core.text import stems
 
 log = logging.getLogger("nod.schedules")
 CREATE_WORDS = {"remind", "reminder", "reminders", "schedule", "scheduled", "every", "daily", "weekly", "monthly",
                 "alarm", "alert", "ping", "nudge", "notify", "tell", "wake", "lembra", "lembrete", "recuerda", "recuérdame"}
 CANCEL_WORDS = {"cancel", "stop", "delete", "remove", "drop", "don't", "dont", "never", "forget", "unschedule", "off"}
+# without a memory model the words alone decide: only unmistakable ones, and a word of the schedule's text too
+STRICT_CREATE_WORDS = {"remind", "reminder", "schedule", "alarm", "lembra", "lembrete", "recuerda", "recuérdame"}
+STRICT_CANCEL_WORDS = {"cancel", "delete", "remove", "unschedule"}
+MAX_PER_MESSAGE = 3  # schedules one owner message may make
 ASK_FIRST = "The owner's current message does not ask for this. Ask the owner first; nothing was changed."
+RULE_DEADLINE_S = 2.0
 PAST_GRACE = timedelta(minutes=1)  # "at 9:00" said at 9:00:30 still means now
 
 
@@ -79,8 +95,18 @@ class ScheduleTool:
 
     async def _create(self, ctx: TurnContext, args: SchedulesArguments, said: str, now: datetime) -> dict[str, Any]:
         kind, text, start = self._checked(ctx, args, now)
-        if not await owner_asks(self._gateway, ctx.owner.id, said, f"create a {kind.value}: {text}", CREATE_WORDS):
+        made_now = [s for s in await self._schedules.active(ctx.owner.id) if s.created_from == ctx.request_id]
+        if len(made_now) >= MAX_PER_MESSAGE:
+            raise InvalidInput(f"One message may set up at most {MAX_PER_MESSAGE} reminders or tasks.")
+        when = spoken_time(local_to_utc(start, ctx.owner.zone), ctx.owner.zone)
+        action = f"create a {kind.value} at {when}" + (f", repeating {args.repeat}" if args.repeat else "") + f": {text}"
+        if not await self._asks(ctx, said, action, text, CREATE_WORDS, STRICT_CREATE_WORDS):
             return {"error": ASK_FIRST, "ask_owner": True}
+        if args.repeat is not None:  # the calendar work off the event loop, and bounded in time
+            try:
+                await asyncio.wait_for(asyncio.to_thread(check_repeat, start, args.repeat, ctx.owner.zone, now), RULE_DEADLINE_S)
+            except TimeoutError:
+                raise InvalidInput("That repeat takes too long to work out; use a simpler rule.") from None
         first = occurrences_after(start, args.repeat, ctx.owner.zone, now - PAST_GRACE)
         if not first:
             raise InvalidInput(f"That time has passed: it is now {spoken_time(now, ctx.owner.zone)}.")
@@ -104,10 +130,16 @@ class ScheduleTool:
         if start.tzinfo is not None:  # an offset given: read as that moment, kept as the owner's wall time
             start = start.astimezone(ctx.owner.zone).replace(tzinfo=None)
         if args.repeat is not None:
-            check_repeat(start, args.repeat, ctx.owner.zone, now)
+            parse_rule(args.repeat, start, ctx.owner.zone)  # its form: cheap; its calendar is checked after the trust check
         elif local_to_utc(start, ctx.owner.zone) < now - PAST_GRACE:
             raise InvalidInput(f"That time has passed: it is now {spoken_time(now, ctx.owner.zone)}.")
         return Kind(args.kind), text, start
+
+    async def _asks(self, ctx: TurnContext, said: str, action: str, text: str, words: set[str], strict: set[str]) -> bool:
+        """The trust check; without a memory model, only unmistakable words that also name the schedule."""
+        if self._gateway.memory_configured:
+            return await owner_asks(self._gateway, ctx.owner.id, said, action, words)
+        return bool(stems(said) & stems(text)) and await owner_asks(self._gateway, ctx.owner.id, said, action, strict)
 
     async def _cancel(self, ctx: TurnContext, args: SchedulesArguments, said: str, now: datetime) -> dict[str, Any]:
         if args.id is None:
@@ -115,8 +147,9 @@ class ScheduleTool:
         mine = {s.id: s for s in await self._schedules.active(ctx.owner.id)}
         if args.id not in mine:
             raise InvalidInput(f"There is no active schedule {args.id}; list them first.")
-        if not await owner_asks(self._gateway, ctx.owner.id, said, f"cancel the {mine[args.id].kind.value}: "
-                                f"{mine[args.id].text}", CANCEL_WORDS):
+        target = mine[args.id]
+        if not await self._asks(ctx, said, f"cancel the {target.kind.value}: {target.text}", target.text,
+                                CANCEL_WORDS, STRICT_CANCEL_WORDS):
             return {"error": ASK_FIRST, "ask_owner": True}
         await self._schedules.cancel(ctx.owner.id, args.id, now)
         log.info("schedule_cancelled owner=%s schedule=%s", ctx.owner.id, args.id)

@@ -16,7 +16,7 @@ names exactly the requests no turn finished, and a request is never answered twi
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.clock import Clock
-from core.message import Appended, NewMessage, Role, StoredMessage, VoiceNote
+from core.message import Appended, NewMessage, Owed, Role, StoredMessage, VoiceNote
 from core.storage import fence, outbox
 from core.storage.database import writing
 from core.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
@@ -198,9 +198,10 @@ class MessageStore:
         """The channel took the reply (or gave up on it): no longer owed; False when it was not."""
         return await outbox.remove(self._engine, reply_id)
 
-    async def undelivered(self, stored_before: datetime) -> list[StoredMessage]:
-        """Replies stored before ``stored_before`` that no channel has taken yet, oldest first."""
-        return [stored_message(row) for row in await outbox.stored_before(self._engine, stored_before)]
+    async def undelivered(self, stored_before: datetime, channels: Collection[str], limit: int = 100) -> list[Owed]:
+        """Replies on ``channels`` stored before ``stored_before`` that no channel has taken yet, oldest first."""
+        rows = await outbox.stored_before(self._engine, stored_before, channels, limit)
+        return [Owed(stored_message(row), bool(row.unprompted)) for row in rows]
 
     async def newest_awaiting(self, owner_id: int) -> StoredMessage | None:
         """The owner's newest request still awaiting its answer: the one a turn answers now."""

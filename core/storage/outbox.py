@@ -9,7 +9,9 @@ grace period are taken, so a delivery still retrying in a live worker is left to
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -18,9 +20,10 @@ from core.storage.database import writing
 from core.storage.schema import messages, outbox
 
 
-async def add(conn: AsyncConnection, message_id: int, owner_id: int, stored_at: datetime) -> None:
-    """Inside the transaction that stores the reply."""
-    await conn.execute(insert(outbox).values(message_id=message_id, owner_id=owner_id, stored_at=stored_at))
+async def add(conn: AsyncConnection, message_id: int, owner_id: int, stored_at: datetime, unprompted: bool = False) -> None:
+    """Inside the transaction that stores the reply; ``unprompted``: Nod spoke first (a reminder)."""
+    await conn.execute(insert(outbox).values(message_id=message_id, owner_id=owner_id, stored_at=stored_at,
+                                             unprompted=unprompted))
 
 
 async def remove(engine: AsyncEngine, message_id: int) -> bool:
@@ -29,9 +32,11 @@ async def remove(engine: AsyncEngine, message_id: int) -> bool:
         return bool((await conn.execute(delete(outbox).where(outbox.c.message_id == message_id))).rowcount)
 
 
-async def stored_before(engine: AsyncEngine, moment: datetime) -> list[object]:
-    """The rows of the replies stored before ``moment`` and still owed, oldest first."""
-    query = (select(messages).join(outbox, outbox.c.message_id == messages.c.id)
-             .where(outbox.c.stored_at < moment).order_by(outbox.c.message_id))
+async def stored_before(engine: AsyncEngine, moment: datetime, channels: Collection[str], limit: int) -> list[Any]:
+    """The rows (message columns and ``unprompted``) of at most ``limit`` replies on ``channels``
+    stored before ``moment`` and still owed, oldest first."""
+    query = (select(messages, outbox.c.unprompted).join(outbox, outbox.c.message_id == messages.c.id)
+             .where(outbox.c.stored_at < moment, messages.c.channel.in_(tuple(channels)))
+             .order_by(outbox.c.stored_at).limit(limit))
     async with engine.connect() as conn:
         return list((await conn.execute(query)).all())

@@ -11,8 +11,9 @@ leaves the run ``claimed`` for the next sweep to finish.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, insert, select, update
@@ -22,19 +23,41 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from core.errors import InvalidInput
 from core.message import NewMessage, StoredMessage
-from core.schedules.model import MAX_ACTIVE, DueRun, Kind, Schedule
+from core.schedules.model import MAX_ACTIVE, MIN_REPEAT, DueRun, Kind, Schedule
 from core.storage import fence, outbox
 from core.storage.database import writing
 from core.storage.message_rows import row_values
 from core.storage.message_store import MessageStore, stored_message
 from core.storage.schema import messages, owners, schedule_runs, schedules
 
-Advance = Callable[[Schedule, str, datetime], datetime | None]  # (schedule, zone, after) -> next run
+log = logging.getLogger("nod.storage")
+# (schedule, zone, after) -> (next run in UTC, the schedule's new wall-clock anchor), or None
+Advance = Callable[[Schedule, str, datetime], tuple[datetime, datetime] | None]
+
+
+def _moved(step: tuple[datetime, datetime] | None) -> dict[str, Any]:
+    """The columns a schedule's next run sets: the run, and the anchor its calendar is walked from."""
+    if step is None:
+        return {"next_run_at": None}
+    return {"next_run_at": step[0], "start_local": step[1].replace(tzinfo=None).isoformat()}
 
 
 def _schedule(row: Any) -> Schedule:
     return Schedule(row.id, row.owner_id, Kind(row.kind), row.text, datetime.fromisoformat(row.start_local),
                     row.repeat, row.next_run_at, row.created_at, row.created_from)
+
+
+SPACING = MIN_REPEAT - timedelta(microseconds=1)  # a run follows the last one by 15 minutes at least, whatever the rule
+MAX_ATTEMPTS = 3  # a run retaken this often after its process died is given up (and the owner told)
+
+
+def _step(advance: Advance, found: Schedule, zone: str, after: datetime) -> tuple[datetime, datetime] | None:
+    """``advance``, or None (the schedule stops) when its rule cannot be computed any more."""
+    try:
+        return advance(found, zone, after)
+    except Exception:  # noqa: BLE001 - one bad schedule must not hold up a hundred others' runs
+        log.exception("schedule_stopped schedule=%s reason=unreadable_rule", found.id)
+        return None
 
 
 class ScheduleStore:
@@ -78,9 +101,9 @@ class ScheduleStore:
         changed = 0
         async with writing(self._engine) as conn:
             for found in await self._owned_active(conn, owner_id):
-                await conn.execute(update(schedules).where(schedules.c.id == found.id)
-                                   .values(next_run_at=advance(found, zone, now)))
-                changed += 1
+                done = await conn.execute(update(schedules).where(  # a run claimed meanwhile keeps its claim
+                    schedules.c.id == found.id, schedules.c.next_run_at == found.next_run_at).values(**_moved(advance(found, zone, now))))
+                changed += done.rowcount
         return changed
 
     @staticmethod
@@ -110,7 +133,7 @@ class ScheduleStore:
                 found, due = _schedule(row), row.next_run_at
                 missed = due < missed_before
                 await conn.execute(update(schedules).where(schedules.c.id == found.id, schedules.c.next_run_at == due)
-                                   .values(next_run_at=advance(found, row.time_zone, now)))
+                                   .values(**_moved(_step(advance, found, row.time_zone, max(now, due + SPACING)))))
                 recorded = await self._record(conn, found, due, now, "missed" if missed else "claimed")
                 if recorded and not missed:
                     claimed.append(DueRun(found, due, late=due < late_after))
@@ -134,18 +157,25 @@ class ScheduleStore:
             row = (await conn.execute(query)).first()
         return (row.channel, row.address) if row is not None else None
 
-    async def retake_stale(self, now: datetime, claimed_before: datetime, limit: int = 100) -> list[DueRun]:
-        """Runs claimed before ``claimed_before`` and never finished (their process died): taken again, once."""
-        query = (select(schedule_runs.c.due_at, schedules).join(schedules, schedules.c.id == schedule_runs.c.schedule_id)
+    async def retake_stale(self, now: datetime, claimed_before: datetime, missed_before: datetime,
+                           limit: int = 100) -> list[DueRun]:
+        """Runs claimed before ``claimed_before`` and never finished (their process died): taken again,
+        once a sweep. One cancelled since is dropped; one due before ``missed_before``, or tried
+        ``MAX_ATTEMPTS`` times, is recorded missed (the owner hears of it) instead."""
+        query = (select(schedule_runs.c.due_at, schedule_runs.c.attempts, schedules)
+                 .join(schedules, schedules.c.id == schedule_runs.c.schedule_id)
                  .where(schedule_runs.c.status == "claimed", schedule_runs.c.claimed_at < claimed_before).limit(limit))
         taken: list[DueRun] = []
         async with writing(self._engine) as conn:
             for row in (await conn.execute(query)).all():
+                gone = row.cancelled_at is not None
+                given_up = row.due_at < missed_before or row.attempts >= MAX_ATTEMPTS
+                status = "cancelled" if gone else "missed" if given_up else "claimed"
                 mine = await conn.execute(update(schedule_runs).where(
                     schedule_runs.c.schedule_id == row.id, schedule_runs.c.due_at == row.due_at,
                     schedule_runs.c.status == "claimed", schedule_runs.c.claimed_at < claimed_before,
-                ).values(claimed_at=now))
-                if mine.rowcount == 1:
+                ).values(claimed_at=now, status=status, attempts=row.attempts + 1))
+                if mine.rowcount == 1 and status == "claimed":
                     taken.append(DueRun(_schedule(row), row.due_at, late=True))
         return taken
 
@@ -159,7 +189,7 @@ class ScheduleStore:
                 return None
             row = (await conn.execute(insert(messages).values(**values).returning(*messages.c))).one()
             await conn.execute(update(schedule_runs).where(*self._key(run)).values(reply_id=row.id))
-            await outbox.add(conn, row.id, reply.owner_id, reply.sent_at)
+            await outbox.add(conn, row.id, reply.owner_id, reply.sent_at, unprompted=True)
         return stored_message(row)
 
     async def undelivered(self, run: DueRun) -> None:
@@ -173,6 +203,9 @@ class ScheduleStore:
                  .join(schedules, schedules.c.id == schedule_runs.c.schedule_id)
                  .where(schedule_runs.c.owner_id == owner_id, schedule_runs.c.status.in_(("missed", "undelivered")),
                         schedule_runs.c.told.is_(False)).order_by(schedule_runs.c.due_at))
+        async with self._engine.connect() as conn:  # the usual answer is none: a read, no write lock
+            if (await conn.execute(query.limit(1))).first() is None:
+                return []
         async with writing(self._engine) as conn:
             rows = (await conn.execute(query)).all()
             told = []

@@ -125,6 +125,7 @@ outbox = Table(  # replies stored but not yet accepted by their channel
     Column("message_id", Integer, ForeignKey("messages.id"), primary_key=True),
     Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
     Column("stored_at", UTCDateTime(), nullable=False),
+    Column("unprompted", Boolean, nullable=False, default=False),  # Nod spoke first: a resend may need WhatsApp's template
 )
 
 schedules = Table(
@@ -152,6 +153,7 @@ schedule_runs = Table(
     Column("claimed_at", UTCDateTime(), nullable=False),
     Column("reply_id", Integer),
     Column("told", Boolean, nullable=False, default=False),
+    Column("attempts", Integer, nullable=False, default=0),
 )
 
 objects = Table(

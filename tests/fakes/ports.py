@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -20,7 +20,7 @@ from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
 from core.history.scope import Hit, Scope
 from core.memory.model import MemoryDocument
-from core.message import Appended, NewMessage, Role, StoredMessage
+from core.message import Appended, NewMessage, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings
 from core.ports import Changed, Saved, VersionedDocument
 from core.secrets import contains_secret
@@ -73,8 +73,9 @@ class MemoryMessages:
         self.outbox.discard(reply_id)
         return True
 
-    async def undelivered(self, stored_before: datetime) -> list[StoredMessage]:
-        return [self.rows[i] for i in sorted(self.outbox) if self.rows[i].sent_at < stored_before]
+    async def undelivered(self, stored_before: datetime, channels: Collection[str], limit: int = 100) -> list[Owed]:
+        return [Owed(self.rows[i]) for i in sorted(self.outbox)
+                if self.rows[i].sent_at < stored_before and self.rows[i].channel in channels][:limit]
 
     async def newest_awaiting(self, owner_id: int) -> StoredMessage | None:
         waiting = [r for r in self.rows.values() if r.owner_id == owner_id and r.awaiting]

@@ -13,6 +13,7 @@ from pathlib import Path
 from core.message import NewMessage, Role
 from core.owner import Identity
 from core.schedules.model import Kind
+from core.schedules.runner import Scheduler
 from tests.fakes.model_server import FakeModelServer
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.fakes.twilio_server import FakeTwilioServer
@@ -31,9 +32,15 @@ async def _reminder(live: Live, owner_id: int, last: Identity) -> None:
                                         DUE, START, None)
 
 
+async def _tick(scheduler: Scheduler) -> int:
+    claimed = await scheduler.tick()
+    await scheduler.settle()
+    return claimed
+
+
 async def _fire(live: Live) -> int:
     live.nod.svc.clock.set(DUE)  # type: ignore[attr-defined]
-    return await live.nod.svc.scheduler(live.running.sink).tick()
+    return await _tick(live.nod.svc.scheduler(live.running.sink))
 
 
 async def test_a_reminder_goes_once_to_the_channel_used_last(live: Live, twilio: FakeTwilioServer) -> None:
