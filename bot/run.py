@@ -8,6 +8,7 @@ unanswered are taken up, and again every minute, for a worker that died beside t
 from __future__ import annotations
 
 import asyncio
+import errno
 import faulthandler
 import fcntl
 import gc
@@ -91,6 +92,17 @@ def _only_server(database_url: str) -> Iterator[None]:
         yield
 
 
+async def _listen(site: web.TCPSite, settings: Settings) -> None:
+    """Start listening; a port taken by another program is one sentence, not the socket's tuple."""
+    try:
+        await site.start()
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise ConfigError(f"Port {settings.port} on {settings.host} is in use; set NOD_PORT to a free port "
+                          "or stop the program using it.") from None
+
+
 async def run_server(settings: Settings) -> None:
     # a fatal signal (SIGBUS from a database file mapped and then taken away) leaves its stack
     # on standard error instead of ending the process without a line
@@ -113,7 +125,7 @@ async def _serve(settings: Settings) -> None:
         hourly = asyncio.create_task(_maintenance_loop(svc, stop))
         recovering: asyncio.Task[None] | None = None
         try:
-            await site.start()
+            await _listen(site, settings)
             await running.start()
             recovering = asyncio.create_task(_recovery_loop(running, stop))
             # startup's objects (modules, SQLAlchemy, the SDKs) leave the collector's full passes:
