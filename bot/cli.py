@@ -120,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "tool" and not args.batch and not args.tool:
         parser.error("nod tool needs a TOOL name, or --batch")
+    if getattr(args, "replace", False) and not args.json:
+        parser.error("--replace goes with --json: a Markdown import adds notes and never replaces any")
     database_url = DEFAULT_URL
     if args.command == "doctor":  # its own lines, a broken setting among them
         return asyncio.run(doctor(sys.stdout))

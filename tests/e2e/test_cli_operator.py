@@ -185,3 +185,8 @@ def test_backup_on_postgresql_says_how_and_on_a_missing_database_says_so(cli: No
     missing = cli("backup", str(bare / "copy.db"))
     assert missing.returncode == 1 and "There is no Nod database at" in one_sentence(missing)
     assert not (bare / "copy.db").exists() and not (bare / "home").exists()
+
+
+def test_replace_without_json_is_bad_usage(cli: Nod, here: Path) -> None:
+    result = cli("memory", "import", "--replace", "--owner", "ana", "x.md")
+    assert result.returncode == 2 and "--replace goes with --json" in one_sentence(result)
