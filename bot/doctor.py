@@ -11,6 +11,7 @@ ever printed: servers are named by their base URL, never by token or key.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,9 +101,11 @@ async def _get(http: aiohttp.ClientSession, url: str, shown: str, headers: dict[
             return response.status, ""
     except TimeoutError:
         return 0, f"{shown} did not answer within {TIMEOUT_S:.0f} s"
-    except aiohttp.ClientError as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
-        return 0, f"cannot reach {shown} ({reason})"
+    except aiohttp.ClientError as exc:  # the OS's reason in words ("Connection refused"), never a tuple
+        error = getattr(exc, "os_error", None)
+        number = getattr(error, "errno", None)
+        reason = os.strerror(number) if number else "no connection"
+        return 0, f"cannot reach {shown} ({reason[0].lower() + reason[1:]})"
 
 
 def _verdict(part: str, status: int, failure: str, shown: str) -> Line:

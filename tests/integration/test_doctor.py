@@ -84,6 +84,7 @@ async def test_a_broken_installation_names_each_broken_part(environment: Path, m
     assert lines["database"] == f"FAIL: there is no database at {home / 'nod.db'} (`nod init` creates it)"
     assert lines["agent model server"] == f"FAIL: {model.base_url} refused the credentials (HTTP 401)"
     assert lines["memory model server"].startswith("FAIL: cannot reach http://127.0.0.1:")
+    assert lines["memory model server"].endswith("/v1 (connection refused)")  # words, not ('127.0.0.1', port)
     assert lines["Telegram API"] == f"FAIL: {telegram.base_url} refused the credentials (HTTP 401)"
     assert lines["Twilio API"] == f"FAIL: {twilio.base_url} refused the credentials (HTTP 401)"
     assert not home.exists()  # doctor never creates the database it reports missing
