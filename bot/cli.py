@@ -135,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
             return 0
         args.created = _database_rule(args.command, settings)
+        if args.command == "db":  # the schema alone: nothing else of Nod is opened
+            print(asyncio.run(cli_operator.db(settings, args.action)))
+            sys.stdout.flush()
+            return 0
         if args.command == "run":
             from bot.run import run_server  # the channels' SDKs load only for `nod run`
 

@@ -1,4 +1,4 @@
-"""``nod init`` and ``nod backup``: the operator's data directory and its copies.
+"""``nod init``, ``nod db`` and ``nod backup``: the operator's data directory, its schema and its copies.
 
 ``nod backup FILE`` uses SQLite's online backup API (``sqlite3.Connection.backup``): the whole
 database is copied in one step inside one read transaction, so the copy is the database as
@@ -17,12 +17,14 @@ import os
 import sqlite3
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot.home import MissingDatabase
 from bot.settings import Settings
 from bot.wiring import Services
 from core.errors import AlreadyExists, InvalidInput, StorageError
-from core.storage.database import describe, sqlite_file
-from core.storage.migrations import MIGRATIONS
+from core.storage.database import create_engine, describe, sqlite_file, storage_error
+from core.storage.migrations import MIGRATIONS, applied_versions, migrate
 
 
 async def init(svc: Services, settings: Settings, created: bool) -> str:
@@ -76,3 +78,35 @@ async def backup(settings: Settings, file: Path) -> str:
     except sqlite3.Error as exc:
         raise StorageError(f"The backup of {source} failed: {exc}.") from exc
     return f"Backed up {source} to {file} ({size:,} bytes: {owners} owners, {messages:,} messages)."
+
+
+async def db(settings: Settings, action: str) -> str:
+    """``nod db upgrade|current|history``: the schema, read or brought up to date without opening the rest of Nod.
+
+    ``current`` and ``history`` only read; ``upgrade`` applies what is pending, as ``nod run`` does at start.
+    """
+    engine = create_engine(settings.database_url)
+    try:
+        if action == "upgrade":
+            applied = await migrate(engine)
+            done = {m.version for m in MIGRATIONS}
+        else:
+            async with engine.connect() as conn:
+                try:
+                    done = await applied_versions(conn)
+                except SQLAlchemyError:  # no ledger yet: nothing applied
+                    done = set()
+    except (SQLAlchemyError, OSError) as exc:
+        raise storage_error(exc, settings.database_url) from exc
+    finally:
+        await engine.dispose()
+    latest = MIGRATIONS[-1].version
+    if action == "upgrade":
+        now = f"applied {', '.join(map(str, applied))} now" if applied else "nothing to apply"
+        return f"The schema is at version {latest} ({now})."
+    if action == "current":
+        current = max(done, default=0)
+        return f"{current}" + ("" if current == latest and len(done) == len(MIGRATIONS) else
+                               f" (pending: {', '.join(str(m.version) for m in MIGRATIONS if m.version not in done)}; "
+                               "`nod db upgrade` applies them)")
+    return "\n".join(f"{m.version:>3}  {'applied' if m.version in done else 'pending'}  {m.name}" for m in MIGRATIONS)

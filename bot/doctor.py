@@ -68,7 +68,7 @@ async def _database(settings: Settings) -> tuple[list[Line], bool]:
     lines = [Line("database", True, named)]
     if pending:
         lines.append(Line("migrations", False, f"{len(pending)} of {len(MIGRATIONS)} not applied "
-                                               "(`nod init` applies them; so does `nod run`)"))
+                                               "(`nod db upgrade` applies them; so does `nod run`)"))
     else:
         lines.append(Line("migrations", True, f"all {len(MIGRATIONS)} applied"))
     return lines, True

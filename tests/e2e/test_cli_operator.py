@@ -190,3 +190,16 @@ def test_backup_on_postgresql_says_how_and_on_a_missing_database_says_so(cli: No
 def test_replace_without_json_is_bad_usage(cli: Nod, here: Path) -> None:
     result = cli("memory", "import", "--replace", "--owner", "ana", "x.md")
     assert result.returncode == 2 and "--replace goes with --json" in one_sentence(result)
+
+
+def test_db_current_history_and_upgrade(cli: Nod, bare: Path) -> None:
+    (bare / "home").mkdir()
+    sqlite3.connect(bare / "home" / "nod.db").close()  # a database file nothing has migrated yet
+    current = cli("db", "current")
+    assert current.returncode == 0 and current.stdout.startswith("0 (pending: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11;")
+    assert cli("db", "history").stdout.splitlines()[0] == "  1  pending  owners, identities, threads, messages, objects, usage"
+    upgraded = cli("db", "upgrade")
+    assert upgraded.stdout.strip() == "The schema is at version 11 (applied 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 now)."
+    assert cli("db", "current").stdout.strip() == "11"
+    assert cli("db", "upgrade").stdout.strip() == "The schema is at version 11 (nothing to apply)."
+    assert all("  applied  " in line for line in cli("db", "history").stdout.splitlines())

@@ -104,7 +104,7 @@ async def test_a_database_behind_on_migrations_and_an_unreadable_index_fail(envi
     (environment / "nod.db.search" / "meta.json").write_text("{not json")
     code, lines = await _checked()
     assert code == 1
-    assert lines["migrations"] == "FAIL: 1 of 11 not applied (`nod init` applies them; so does `nod run`)"
+    assert lines["migrations"] == "FAIL: 1 of 11 not applied (`nod db upgrade` applies them; so does `nod run`)"
     assert lines["search index"].startswith(f"FAIL: {environment / 'nod.db.search'} cannot be read")
 
 
