@@ -97,6 +97,9 @@ async def owners_remove(svc: Services, name: str, yes: bool, stdin: TextIO) -> s
     counts = await svc.owners.remove(owner.id)
     said = f"Removed {owner.name}: {counts['messages']:,} messages, their memory, {counts['identities']} identities, " \
            f"{counts['page_sessions']} page sessions and {counts['usage']:,} usage rows."
+    if counts.get("gmail_connections"):  # the token is gone here; Google's grant is the owner's to revoke
+        said += (" Their Gmail token was deleted; Google still lists Nod's access until it is removed at "
+                 "https://myaccount.google.com/permissions (`nod gmail disconnect` before removing revokes it).")
     return said + _forget_search_index(svc)
 
 
