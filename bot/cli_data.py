@@ -1,163 +1,28 @@
-"""The `nod` subcommands that act on stored data: owners, history import, memory, tools."""
+"""The `nod` subcommands that act on one owner's memory, skills, page and tools.
+
+Owners are in ``bot.cli_owners``, history import in ``bot.cli_history``, the JSON export,
+import and archive in ``bot.cli_memory``.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
-from datetime import date, datetime
-from pathlib import Path
+from dataclasses import replace
+from datetime import date
 from typing import Any, TextIO
-from zoneinfo import ZoneInfo
 
 from bot.wiring import Services
 from core.errors import InvalidInput, NotFound
 from core.memory import document as memory_ops
-from core.memory.codec import to_json
+from core.memory.codec import skill_to_json, to_json
 from core.memory.importer import ImportResult, import_answer
 from core.memory.model import Entry, MemoryDocument, Origin
 from core.memory.render import label_of, render_export
-from core.message import NewMessage, Role, StoredMessage
-from core.owner import Identity, Owner
+from core.message import StoredMessage
+from core.owner import Owner
 from core.page.view import owners_sources
 from core.ports import Changed
-from core.storage.message_import import LEGACY_KEY_PREFIX, append_in_order, legacy_line_key, line_key
-from core.storage.message_store import IMPORT_BATCH
 from core.text import storable
-
-IMPORT_CHANNEL = "import"
-
-
-def _links(telegram: list[str], whatsapp: list[str]) -> tuple[Identity, ...]:
-    links = tuple(Identity("telegram", _telegram_id(t)) for t in telegram)
-    return links + tuple(Identity("whatsapp", _whatsapp_number(n)) for n in whatsapp)
-
-
-async def owners_add(
-    svc: Services, name: str, telegram: list[str], whatsapp: list[str], tz: str
-) -> str:
-    owner = await svc.owners.add(name, tz, _links(telegram, whatsapp), svc.clock.now())
-    return f"Added owner {owner.name} (id {owner.id}, {owner.time_zone})."
-
-
-async def owners_link(svc: Services, name: str, telegram: list[str], whatsapp: list[str]) -> str:
-    owner = await svc.owners.by_name(name)
-    links = _links(telegram, whatsapp)
-    if not links:
-        raise InvalidInput("Name at least one --telegram ID or --whatsapp +NUMBER to link.")
-    for link in links:
-        await svc.owners.link(owner.id, link)
-    return f"Linked {', '.join(f'{i.channel}:{i.external_id}' for i in links)} to {owner.name}."
-
-
-def _telegram_id(raw: str) -> str:
-    if not raw.strip().isdigit():
-        raise InvalidInput(f"A Telegram id is the owner's numeric user id (ask @userinfobot), not {raw!r}.")
-    return raw.strip()
-
-
-def _whatsapp_number(raw: str) -> str:
-    number = raw.removeprefix("whatsapp:").replace(" ", "")
-    if not number.startswith("+") or not number[1:].isdigit():
-        raise InvalidInput(f"A WhatsApp number is +<digits>, not {raw!r}.")
-    return number
-
-
-async def owners_list(svc: Services) -> str:
-    lines = []
-    for owner, links in await svc.owners.all():
-        linked = ", ".join(f"{i.channel}:{i.external_id}" for i in links) or "no channels"
-        lines.append(f"{owner.name}\t{owner.time_zone}\t{linked}")
-    return "\n".join(lines) if lines else "No owners yet; add one with `nod owners add NAME`."
-
-
-def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> tuple[NewMessage, str | None]:
-    """The line's message and, when it has no id of its own, the key earlier versions gave it."""
-    try:
-        data = json.loads(line)
-        role = Role(data["role"])
-        text = data["text"]
-        sent_at = datetime.fromisoformat(data["sent_at"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidInput(
-            f"Line {number} is not a message: need role (owner or assistant), text and "
-            f"sent_at in ISO 8601 ({type(exc).__name__})."
-        ) from exc
-    if role is Role.TOOL or not isinstance(text, str):
-        raise InvalidInput(f"Line {number}: role must be owner or assistant, text a string.")
-    external, legacy = data.get("id"), None
-    if external is None:  # a stable id makes re-running the same file a no-op
-        external, legacy = line_key(line, sent_at), legacy_line_key(line)  # the time as written: no zone added
-    if sent_at.tzinfo is None:
-        sent_at = sent_at.replace(tzinfo=ZoneInfo(zone_name))
-    return NewMessage(owner_id, role, text, IMPORT_CHANNEL, sent_at, str(external)), legacy
-
-
-def _bar(done: float, width: int = 30) -> str:
-    """``[#########·····]  31%``: how much of the file is read, for a terminal."""
-    filled = min(width, int(done * width))
-    return f"[{'#' * filled}{'·' * (width - filled)}] {min(100, int(done * 100)):>3}%"
-
-
-@dataclass
-class _Reading:
-    """Where an import is in its file: the next line's number and the bytes read so far."""
-
-    handle: TextIO
-    owner: Owner
-    counted: bool  # count bytes (for the progress bar) only on a terminal
-    number: int = 0
-    read: int = 0
-
-    def next_batch(self) -> list[tuple[NewMessage, str | None]]:
-        """Up to IMPORT_BATCH messages parsed from the next lines, each with its legacy key
-        (``_parse_line``); [] at the end of the file. Runs while the batch before is in
-        SQLite's thread (core.storage.message_import)."""
-        batch: list[tuple[NewMessage, str | None]] = []
-        for line in self.handle:
-            self.number += 1
-            self.read += len(line.encode("utf-8", "surrogatepass")) if self.counted else 0
-            if line.strip():
-                batch.append(_parse_line(self.number, line, self.owner.time_zone, self.owner.id))
-                if len(batch) >= IMPORT_BATCH:
-                    break
-        return batch
-
-
-async def history_import(svc: Services, owner_name: str, path: Path, progress: TextIO) -> str:
-    """Import a JSON Lines file in batches of IMPORT_BATCH, in order, each batch its own
-    transaction; lines are parsed while the batch before is being stored
-    (core.storage.message_import). A bad line stops the import after the batches before it
-    are stored."""
-    owner = await svc.owners.by_name(owner_name)
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInput(f"Cannot read {path}: {exc.strerror}.") from exc
-    show = progress.isatty()
-    total = max(path.stat().st_size, 1) if show else 1
-    reading = _Reading(handle, owner, show)
-    seen = 0
-    # lines an earlier version imported carry its keys: looked up only where any exist
-    legacy = await svc.messages.holds_keys_from(owner.id, IMPORT_CHANNEL, LEGACY_KEY_PREFIX)
-
-    async def batches() -> AsyncIterator[list[NewMessage]]:
-        nonlocal seen
-        while batch := reading.next_batch():
-            seen += len(batch)
-            if show and len(batch) >= IMPORT_BATCH:
-                progress.write(f"\r{_bar(reading.read / total)} {seen:,} lines")
-                progress.flush()
-            known = await svc.messages.stored_keys(
-                owner.id, IMPORT_CHANNEL, [k for _, k in batch if k is not None]) if legacy else set()
-            yield [message for message, key in batch if key not in known]
-
-    with handle:
-        added = await append_in_order(svc.messages, owner.id, batches())
-    if show:
-        progress.write(f"\r{_bar(1.0)} {seen:,} lines\n")
-    return f"Imported {added:,} new messages of {seen:,} lines for {owner.name}."
 
 
 async def memory_show(svc: Services, owner_name: str, as_json: bool) -> str:
@@ -215,16 +80,10 @@ async def memory_export(svc: Services, owner_name: str) -> str:
     return render_export((await svc.memory.load(owner.id)).document, owner.name).rstrip("\n")
 
 
-def stderr_progress() -> TextIO:
-    return sys.stderr
-
-
-async def memory_import(svc: Services, owner_name: str, path: Path) -> str:
+async def memory_import(svc: Services, owner_name: str, answer: str) -> str:
+    """Another assistant's answer, or Nod's own Markdown export, saved as stated notes (core.memory.importer)."""
     owner = await svc.owners.by_name(owner_name)
-    try:
-        answer = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"Cannot read {path} as UTF-8 text.") from exc
+
     def change(doc: MemoryDocument) -> Changed[ImportResult]:
         imported = import_answer(doc, answer, svc.clock.now())
         return Changed(imported.document if imported.saved else doc, imported)
@@ -291,9 +150,11 @@ async def page(svc: Services, owner_name: str, revoke: bool) -> str:
     return await svc.page.link(owner.id)
 
 
-async def skills_list(svc: Services, owner_name: str) -> str:
+async def skills_list(svc: Services, owner_name: str, as_json: bool = False) -> str:
     owner = await svc.owners.by_name(owner_name)
     skills = (await svc.memory.load(owner.id)).document.skills
+    if as_json:
+        return json.dumps([skill_to_json(s) for s in sorted(skills, key=lambda s: s.name)], ensure_ascii=False, indent=2)
     lines = [f"{s.name}\t{s.description}" + ("\t(edited by the owner)" if s.edited_by_owner else "")
              for s in sorted(skills, key=lambda s: s.name)]
     return "\n".join(lines) if lines else f"{owner.name} has no learned skills yet."

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from typing import Any
 
 from bot.wiring import Services
 from core.errors import NotFound
 from core.schedules.tool import described
-
-
-def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
-    schedules = sub.add_parser("schedules", help="the owner's reminders and scheduled tasks")
-    schedules_sub = schedules.add_subparsers(dest="action", required=True, parser_class=parser_class)
-    listing = schedules_sub.add_parser("list", help="what is coming, soonest first (example: nod schedules list --owner maya)")
-    listing.add_argument("--owner", required=True, help="the owner's name")
-    listing.add_argument("--json", action="store_true", help="one JSON document instead of lines")
-    cancel = schedules_sub.add_parser("cancel", help="cancel one (example: nod schedules cancel 3 --owner maya)")
-    cancel.add_argument("id", type=int, help="the schedule's number, from list")
-    cancel.add_argument("--owner", required=True, help="the owner's name")
-    cancel.add_argument("--json", action="store_true", help="answer in JSON")
 
 
 async def schedules_list(svc: Services, owner_name: str, as_json: bool) -> str:

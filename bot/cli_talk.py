@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from adapters.local.chat import CHANNEL, LocalChat, TerminalSink
 from bot.wiring import Services
@@ -26,12 +27,15 @@ async def chat(svc: Services, owner_name: str) -> str:
     return ""
 
 
-async def usage(svc: Services, owner_name: str) -> str:
+async def usage(svc: Services, owner_name: str, as_json: bool = False) -> str:
     owner = await svc.owners.by_name(owner_name)
     now = svc.clock.now()
     today = await svc.usage.by_purpose(owner.id, day_start(now, owner.zone))
     month = await svc.usage.by_purpose(owner.id, month_start(now, owner.zone))
     capacity = await svc.spending.capacity(owner)
+    if as_json:
+        return json.dumps({"owner": owner.name, "today": [asdict(t) for t in today], "month": [asdict(t) for t in month],
+                           "month_cost_usd": sum(t.cost_usd for t in month), "limit_usd": capacity.limit_usd}, indent=2)
     return render_usage(today, month, capacity.limit_usd)
 
 

@@ -9,6 +9,7 @@ reminders and scheduled tasks fire as they fall due.
 from __future__ import annotations
 
 import asyncio
+import errno
 import faulthandler
 import fcntl
 import gc
@@ -111,6 +112,17 @@ def _only_server(database_url: str) -> Iterator[None]:
         yield
 
 
+async def _listen(site: web.TCPSite, settings: Settings) -> None:
+    """Start listening; a port taken by another program is one sentence, not the socket's tuple."""
+    try:
+        await site.start()
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise ConfigError(f"Port {settings.port} on {settings.host} is in use; set NOD_PORT to a free port "
+                          "or stop the program using it.") from None
+
+
 async def run_server(settings: Settings) -> None:
     # a fatal signal (SIGBUS from a database file mapped and then taken away) leaves its stack
     # on standard error instead of ending the process without a line
@@ -134,7 +146,7 @@ async def _serve(settings: Settings) -> None:
         recovering: asyncio.Task[None] | None = None
         scheduling: asyncio.Task[None] | None = None
         try:
-            await site.start()
+            await _listen(site, settings)
             await running.start()
             recovering = asyncio.create_task(_recovery_loop(running, stop))
             scheduling = asyncio.create_task(_schedule_loop(svc, running, stop))

@@ -1,5 +1,8 @@
 """Settings: one typed class read once from the environment and an optional ``.env`` file.
 
+The ``.env`` file and the default SQLite database live in the data directory, ``NOD_HOME``
+(bot.home): every command finds the same data from any working directory.
+
 pydantic-settings does the reading (the environment wins over ``.env``; an empty value
 counts as unset) and the typing; each variable's name is its field's alias, so the name
 an operator sets is the name every error gives. Nothing else in Nod reads ``os.environ``:
@@ -13,13 +16,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from bot.home import ENV_FILE, database_url_in, resolve_home
 from core.errors import ConfigError
 from core.storage.database import DEFAULT_URL
 
@@ -37,6 +43,8 @@ class Settings(BaseSettings):
                                       case_sensitive=True, env_file_encoding="utf-8")
 
     database_url: str = Field(DEFAULT_URL, validation_alias=_var("NOD_DATABASE_URL"))
+    # the data directory (bot.home); load_settings fills it in, and the database URL from it when unset
+    home: str | None = Field(None, validation_alias=_var("NOD_HOME"))
     host: str = Field("127.0.0.1", validation_alias=_var("NOD_HOST"))
     port: int = Field(8080, validation_alias=_var("NOD_PORT"))
     public_url: str | None = Field(None, validation_alias=_var("NOD_PUBLIC_URL"))
@@ -215,10 +223,14 @@ def _sentence(error: ValidationError) -> str:
 
 
 def check(settings: Settings) -> Settings:
-    """The rules across variables: an enabled part needs its secrets."""
+    """The rules across variables: an enabled part needs its secrets, all of them named at once."""
+    missing: dict[str, list[str]] = {}
     for enabling, needed in _REQUIRED_WHEN:
         if getattr(settings, enabling) and not getattr(settings, needed):
-            raise ConfigError(f"{_names(enabling)[0]} is set, so {_names(needed)[0]} must be set too.")
+            missing.setdefault(_names(enabling)[0], []).append(_names(needed)[0])
+    if missing:  # one sentence for every part, so a restart never uncovers the next one
+        raise ConfigError("; ".join(f"{enabling} is set, so {_and(needed)} must be set too"
+                                    for enabling, needed in missing.items()) + ".")
     if settings.secret_key is not None and len(settings.secret_key) < MIN_SECRET_KEY_CHARS:
         raise ConfigError(f"NOD_SECRET_KEY must be at least {MIN_SECRET_KEY_CHARS} characters: it signs the page's "
                           "sessions and seals the Gmail token (python3 -c 'import secrets; print(secrets.token_urlsafe(32))').")
@@ -232,12 +244,29 @@ def check(settings: Settings) -> Settings:
     return settings
 
 
-def load_settings(env_file: Path | None = Path(".env")) -> Settings:
-    """Settings from the environment over ``.env`` (if present), checked; ConfigError naming the variable."""
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+IN_HOME = Path("$NOD_HOME", ENV_FILE)  # load_settings' default: the .env in the data directory
+
+
+def load_settings(env_file: Path | None = IN_HOME, environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from the environment over ``.env`` (if present), checked; ConfigError naming the variable.
+
+    ``env_file`` is ``NOD_HOME/.env`` unless given (None: no file). The result names its
+    data directory (``home``) and, unless ``NOD_DATABASE_URL`` is set, ``NOD_HOME/nod.db``.
+    """
+    home = resolve_home(os.environ if environ is None else environ)
+    if env_file is IN_HOME:
+        env_file = home / ENV_FILE
     try:
         loaded = FromEnvironment(_env_file=env_file if env_file is not None and env_file.is_file() else None)
     except ValidationError as exc:
         raise ConfigError(_sentence(exc)) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{env_file} is not UTF-8 text; save it as UTF-8 or remove it.") from None
-    return check(loaded)
+    update: dict[str, Any] = {"home": str(home)}
+    if "database_url" not in loaded.model_fields_set:
+        update["database_url"] = database_url_in(home)
+    return check(loaded.model_copy(update=update))

@@ -6,6 +6,12 @@ named by the heading above it (``## About you``, ``## Preferences``, ``## People
 4,000 characters and text that looks like a secret are skipped, each with its reason. A
 skipped secret is named by where it stood ("line 4") and its kind, never by its words,
 so the report can be printed on a terminal or logged without repeating it.
+
+Nod's own Markdown export (core.memory.render) reads back as exactly its notes: a
+``- **area/slug** (Label): text`` line is the note at that path with that text (the label
+is not part of it), its indented ``- Summary:`` and ``- Expires:`` lines are its abstract
+and expiry, not notes of their own; ``_Nothing saved._``, the ``# Memory of …`` title and
+the "Learned skills" and "Let go" (archived) sections are left out.
 """
 
 from __future__ import annotations
@@ -13,17 +19,23 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import replace as _with
+from datetime import date, datetime
 
 from core.errors import MemoryLimitError
 from core.memory import document as ops
 from core.memory.limits import MAX_SLUG, MAX_TEXT
-from core.memory.model import AREA_TITLES, MemoryDocument, Origin
+from core.memory.model import ARCHIVED_LABEL, AREA_TITLES, AREAS, MemoryDocument, Origin
 from core.secrets import find_secret
 
 _HEADING = re.compile(r"^#{1,6}\s+(.*)$")
 _BULLET = re.compile(r"^\s*[-*•]\s+(.*)$")
 _AREA_BY_TITLE = {title.lower(): area for area, title in AREA_TITLES.items()}
+# the export's own lines (core.memory.render): a note, and the details indented under it
+_EXPORTED = re.compile(r"^- \*\*(?P<area>[a-z]+)/(?P<slug>[a-z0-9][a-z0-9-]*)\*\* \((?P<label>[^)]*)\): (?P<text>.*)$")
+_DETAIL = re.compile(r"^\s+- (?P<name>Summary|Expires): (?P<value>.*)$")
+_EMPTY_AREA = "_Nothing saved._"
+_NOT_NOTES = {"learned skills", ARCHIVED_LABEL.lower()}  # the export's skills and archive: no notes in them
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,9 @@ class Candidate:
     area: str
     text: str
     line: int = 0  # its line in the pasted answer (1-based); 0 when it came without one (the page's chosen notes)
+    slug: str | None = None  # from Nod's own export: the path it had
+    abstract: str | None = None
+    expires: date | None = None
 
 
 @dataclass(frozen=True)
@@ -40,16 +55,52 @@ class ImportResult:
     skipped: tuple[tuple[str, str], ...]  # (first words of the line, or "line N" for a secret; why)
 
 
+def _with_detail(found: list[Candidate], name: str, value: str) -> bool:
+    """An export's ``Summary:``/``Expires:`` line onto the note above it; False when it is not one."""
+    if not found or found[-1].slug is None:
+        return False
+    if name == "Summary":
+        found[-1] = _with(found[-1], abstract=value.strip())
+        return True
+    try:
+        found[-1] = _with(found[-1], expires=date.fromisoformat(value.strip()))
+    except ValueError:
+        return False
+    return True
+
+
 def split_answer(answer: str) -> list[Candidate]:
     lines = answer.splitlines()
     has_bullets = any(_BULLET.match(line) for line in lines)
-    area, found = "about", []
+    area, skipping, found = "about", False, []
+    in_note = False  # the line before was part of a note of Nod's export: its line, a detail or more of its text
     for number, line in enumerate(lines, start=1):
+        follows_note, in_note = in_note, False
         heading = _HEADING.match(line.strip())
         if heading:
-            area = _AREA_BY_TITLE.get(heading.group(1).strip().lower(), "about")
+            title = heading.group(1).strip().lower()
+            level = len(line.strip()) - len(line.strip().lstrip("#"))
+            if level <= 2:  # a section; "### order-flowers" inside the skills' section is still in it
+                skipping = title in _NOT_NOTES
+            if level >= 2 or title in _AREA_BY_TITLE:  # the export's "# Memory of ana" names no area
+                area = _AREA_BY_TITLE.get(title, area if level > 2 else "about")
+            continue
+        if skipping or line.strip() == _EMPTY_AREA:
+            continue
+        exported = _EXPORTED.match(line)
+        if exported and exported.group("area") in AREAS:
+            found.append(Candidate(exported.group("area"), exported.group("text").strip(), number, exported.group("slug")))
+            in_note = True
+            continue
+        detail = _DETAIL.match(line)
+        if follows_note and detail and _with_detail(found, detail.group("name"), detail.group("value")):
+            in_note = True
             continue
         bullet = _BULLET.match(line)
+        if follows_note and not bullet and line.strip():  # an exported note's text goes on over lines
+            found[-1] = _with(found[-1], text=f"{found[-1].text}\n{line.rstrip()}")
+            in_note = True
+            continue
         text = bullet.group(1) if bullet else (line if not has_bullets else "")
         if text.strip():
             found.append(Candidate(area, text.strip(), number))
@@ -110,9 +161,11 @@ def import_candidates(doc: MemoryDocument, candidates: list[Candidate], now: dat
         if reason is not None:
             skipped.append((preview_words, reason))
             continue
-        path = f"{candidate.area}/{_slug(candidate.text, taken, candidate.area)}"
+        own = candidate.slug is not None and f"{candidate.area}/{candidate.slug}" not in taken
+        path = f"{candidate.area}/{candidate.slug if own else _slug(candidate.text, taken, candidate.area)}"
         try:
-            entry = ops.make_entry(path, candidate.text, origin=Origin.STATED, now=now)
+            entry = ops.make_entry(path, candidate.text, origin=Origin.STATED, now=now, abstract=candidate.abstract,
+                                   expires=candidate.expires)
         except MemoryLimitError as exc:  # the page's and the model's rules hold for imports too
             skipped.append((preview_words, str(exc).removeprefix("Not saved: ").rstrip(".")))
             continue

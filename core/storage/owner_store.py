@@ -11,14 +11,40 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import AlreadyExists, InvalidInput, NotFound, StaleWrite
 from core.owner import Identity, Owner, OwnerSettings, check_time_zone
 from core.storage.database import writing
-from core.storage.schema import identities, owners
+from core.storage.schema import (
+    gmail_connections,
+    gmail_consents,
+    identities,
+    messages,
+    objects,
+    outbox,
+    owners,
+    page_links,
+    page_sessions,
+    receipts,
+    schedule_runs,
+    schedules,
+    threads,
+    usage,
+)
+
+# what belongs to an owner, children before parents (foreign keys are on in SQLite)
+_OWNED = (schedule_runs, schedules, outbox, receipts, page_links, page_sessions, gmail_consents, gmail_connections, objects, usage,
+          identities, messages, threads)
+# search_fts holds no text of its own (content=''): a row leaves it only by the 'delete' command
+# with the very words it was indexed with, the message's and the previous one's in its thread
+# (migration 3's trigger), so they are recomputed the way that trigger computed them
+_FTS_FORGET = text(
+    "INSERT INTO search_fts (search_fts, rowid, text, context) "
+    "SELECT 'delete', id, text, coalesce(lag(text) OVER (PARTITION BY thread_id ORDER BY id), '') "
+    "FROM messages WHERE owner_id = :owner AND role != 'tool'")
 
 
 def _owner(row: object) -> Owner:
@@ -152,3 +178,40 @@ class OwnerStore:
             if result.rowcount == 1:
                 return replace(current, settings=changed)
         raise StaleWrite(f"The owner's settings kept changing; gave up after {MAX_ATTEMPTS} attempts.")
+
+    async def rename(self, owner_id: int, new_name: str) -> None:
+        new_name = new_name.strip()
+        if not new_name:
+            raise InvalidInput("An owner needs a name.")
+        try:
+            async with writing(self._engine) as conn:
+                await conn.execute(update(owners).where(owners.c.id == owner_id).values(name=new_name))
+        except IntegrityError as exc:
+            raise AlreadyExists(f"There is already an owner named {new_name!r}.") from exc
+
+    async def unlink(self, owner_id: int, link: Identity) -> None:
+        """Remove one identity of the owner's; NotFound when it is not theirs."""
+        async with writing(self._engine) as conn:
+            result = await conn.execute(delete(identities).where(
+                identities.c.owner_id == owner_id, identities.c.channel == link.channel,
+                identities.c.external_id == link.external_id))
+        if result.rowcount != 1:
+            raise NotFound(f"The {link.channel} identity {link.external_id} is not linked to this owner.")
+
+    async def remove(self, owner_id: int) -> dict[str, int]:
+        """Delete the owner and every row of theirs in one transaction: all of it, or (on failure) none.
+
+        Returns the rows deleted per table, for the operator to see what went.
+        """
+        counts: dict[str, int] = {}
+        async with writing(self._engine) as conn:
+            counts["messages"] = (await conn.execute(
+                select(func.count()).select_from(messages).where(messages.c.owner_id == owner_id))).scalar_one()
+            if conn.dialect.name == "sqlite":
+                await conn.execute(_FTS_FORGET, {"owner": owner_id})
+            for table in _OWNED:
+                result = await conn.execute(delete(table).where(table.c.owner_id == owner_id))
+                counts[table.name] = result.rowcount
+            if (await conn.execute(delete(owners).where(owners.c.id == owner_id))).rowcount != 1:
+                raise NotFound(f"No owner with id {owner_id}.")
+        return counts

@@ -70,6 +70,7 @@ def _score_conversation(sample: dict[str, Any], folder: Path, totals: dict[str, 
     ]
     source = folder / "history.jsonl"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _nod(env, folder, "init")  # only nod init and nod run create a database
     _nod(env, folder, "owners", "add", owner)
     _nod(env, folder, "history", "import", "--owner", owner, str(source))
     with sqlite3.connect(db) as con:

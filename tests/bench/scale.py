@@ -156,6 +156,7 @@ def cli_import(texts: list[str], where: Path) -> str:
             out.write(json.dumps({"role": "owner" if i % 2 == 0 else "assistant", "text": words, "sent_at": sent}) + "\n")
     env = {**os.environ, "NOD_DATABASE_URL": f"sqlite+aiosqlite:///{where / 'cli.db'}"}
     nod = [sys.executable, "-m", "bot"]
+    subprocess.run([*nod, "init"], env=env, check=True, capture_output=True)  # only init and run create a database
     subprocess.run([*nod, "owners", "add", "Scale"], env=env, check=True, capture_output=True)
     began = time.perf_counter()
     done = subprocess.run([*nod, "history", "import", "--owner", "Scale", str(lines)], env=env, capture_output=True, text=True)

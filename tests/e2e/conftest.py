@@ -31,18 +31,27 @@ Nod = Callable[..., Ran]
 
 
 @pytest.fixture
-def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working directory with its own database and no Nod settings from the developer's shell."""
+def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory and no Nod settings from the developer's shell; NOD_HOME is ``home/``
+    inside it, with nothing in it yet."""
     for name in list(os.environ):
         if name.startswith(NOD_PREFIXES):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NOD_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}")
+    monkeypatch.setenv("NOD_HOME", str(tmp_path / "home"))
     return tmp_path
 
 
 @pytest.fixture
-def cli(here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Nod:
+def here(bare: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``bare`` with its own database, made as an operator would (``nod init``), at ``nod.db``."""
+    monkeypatch.setenv("NOD_DATABASE_URL", f"sqlite+aiosqlite:///{bare / 'nod.db'}")
+    assert main(["init"]) == 0
+    return bare
+
+
+@pytest.fixture
+def cli(bare: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Nod:
     """``cli(*argv, stdin="", **environment)``: run ``nod`` in process; its exit status and output."""
     def run(*argv: str, stdin: str = "", **environment: str) -> Ran:
         capsys.readouterr()

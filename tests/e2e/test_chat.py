@@ -23,7 +23,7 @@ async def _chat(tmp_path: Path, lines: str, **extra: str) -> tuple[int, str, str
 
 
 async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Path) -> None:
-    assert nod(tmp_path, "owners", "add", "ana").returncode == 0
+    assert nod(tmp_path, "init").returncode == 0 and nod(tmp_path, "owners", "add", "ana").returncode == 0
     assert nod(tmp_path, "memory", "add", "--owner", "ana", "people/sister", "Sister: Ana, lives in Porto").returncode == 0
     server = await FakeModelServer().start()
     try:
@@ -49,7 +49,7 @@ async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Pat
 
 
 async def test_chat_without_a_model_still_starts_and_says_how_to_configure_one(tmp_path: Path) -> None:
-    assert nod(tmp_path, "owners", "add", "ana").returncode == 0
+    assert nod(tmp_path, "init").returncode == 0 and nod(tmp_path, "owners", "add", "ana").returncode == 0
     code, out, err = await _chat(tmp_path, "hello\n/quit\nnever read\n")
     assert code == 0, err
     assert out.strip().startswith("I can't answer yet: no model is configured.")
@@ -57,7 +57,7 @@ async def test_chat_without_a_model_still_starts_and_says_how_to_configure_one(t
 
 
 async def test_a_line_that_is_not_utf8_gets_a_sentence_and_the_chat_goes_on(tmp_path: Path) -> None:
-    assert nod(tmp_path, "owners", "add", "ana").returncode == 0
+    assert nod(tmp_path, "init").returncode == 0 and nod(tmp_path, "owners", "add", "ana").returncode == 0
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "chat", "--owner", "ana", cwd=tmp_path, env=_env(tmp_path),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -67,7 +67,7 @@ async def test_a_line_that_is_not_utf8_gets_a_sentence_and_the_chat_goes_on(tmp_
     assert blocks[0] == "That line is not UTF-8 text, so I skipped it." and blocks[1].startswith("I'm Nod")
 
 
-def test_owners_set_changes_the_spending_limit(cli: Nod) -> None:
+def test_owners_set_changes_the_spending_limit(cli: Nod, here: Path) -> None:
     assert cli("owners", "add", "ana").returncode == 0
     assert "$2.50 a month" in cli("owners", "set", "ana", "--spending-limit", "2.5").stdout
     assert "of a $2.50 limit" in cli("usage", "--owner", "ana").stdout

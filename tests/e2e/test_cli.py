@@ -36,6 +36,7 @@ def _one_sentence_error(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_owners_add_and_list(tmp_path: Path) -> None:
+    assert nod(tmp_path, "init").returncode == 0
     added = nod(tmp_path, "owners", "add", "ana", "--telegram", "42", "--whatsapp", "+351911", "--tz", "Europe/Lisbon")
     assert added.returncode == 0, added.stderr
     listed = nod(tmp_path, "owners", "list")

@@ -31,7 +31,8 @@ def test_a_database_that_cannot_be_opened_is_one_sentence_naming_it(
     missing = here / "missing" / "nod.db"
     result = cli("owners", "list", NOD_DATABASE_URL=f"sqlite+aiosqlite:///{missing}")
     assert result.returncode == 1
-    assert one_sentence(result) == f"nod: The SQLite file {missing} failed: unable to open database file."
+    assert one_sentence(result).startswith(f"nod: There is no Nod database at {missing}; create it with `nod init`")
+    assert not missing.parent.exists()  # nothing was made on the way
     (here / "folder.db").mkdir()
     result = cli("owners", "list", NOD_DATABASE_URL=f"sqlite+aiosqlite:///{here / 'folder.db'}")
     assert one_sentence(result).startswith(f"nod: The SQLite file {here / 'folder.db'} failed: ")
@@ -177,7 +178,7 @@ def test_an_import_on_a_terminal_shows_a_progress_bar_to_the_whole_file(here: Pa
     import asyncio
     import io
 
-    from bot.cli_data import history_import
+    from bot.cli_history import history_import
     from bot.settings import load_settings
     from bot.wiring import services
     from core.storage.message_store import IMPORT_BATCH

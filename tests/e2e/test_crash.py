@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 
 from tests.fakes import telegram_server as tg
-from tests.fakes.loopback import clean_env, free_port, wait_healthy
+from tests.fakes.loopback import clean_env, free_port, init_database, wait_healthy
 from tests.fakes.model_server import FakeModelServer, text
 
 AGENT = "gpt-4o-mini"
@@ -50,6 +50,7 @@ async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_aft
                     NOD_AGENT_MODEL=AGENT, OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="test",
                     TELEGRAM_BOT_TOKEN=tg.TOKEN, TELEGRAM_API_BASE_URL=telegram.base_url,
                     TELEGRAM_WEBHOOK_URL="https://nod.example.org/webhooks/telegram", TELEGRAM_WEBHOOK_SECRET=SECRET)
+    init_database(tmp_path, env)
     added = subprocess.run([sys.executable, "-m", "bot", "owners", "add", "maya", "--telegram", str(MAYA)],
                            cwd=tmp_path, env=env, capture_output=True, text=True)
     assert added.returncode == 0, added.stderr

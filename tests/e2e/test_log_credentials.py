@@ -35,7 +35,7 @@ async def test_a_sign_in_token_in_a_refused_request_line_never_reaches_the_log(t
     port = free_port()
     env = clean_env(NOD_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", NOD_PORT=str(port),
                     NOD_SECRET_KEY=SECRET_KEY, NOD_PUBLIC_URL=f"http://127.0.0.1:{port}")
-    for argv in (("owners", "add", "maya"), ("page", "--owner", "maya")):
+    for argv in (("init",), ("owners", "add", "maya"), ("page", "--owner", "maya")):
         done = subprocess.run([sys.executable, "-m", "bot", *argv], cwd=tmp_path, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     token = re.search(r"\?t=([\w-]+)", done.stdout).group(1)  # type: ignore[union-attr]

@@ -13,6 +13,7 @@ import os
 import queue
 import socket
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import aiohttp
 from aiohttp import web
 
 LISTENING = "Nod is listening on "  # bot/run.py
+SQLITE = "sqlite+aiosqlite:///"
 NOD_PREFIXES = ("NOD_", "TELEGRAM_", "TWILIO_", "OPENAI_", "GOOGLE_", "GMAIL_")
 
 
@@ -45,12 +47,23 @@ def clean_env(**settings: str) -> dict[str, str]:
     """This process's environment without any Nod setting, plus ``settings``.
 
     PYTHONPATH names this checkout, so a ``nod`` started by a test runs the code under test
-    (not whatever checkout the virtual environment was installed from).
+    (not whatever checkout the virtual environment was installed from). NOD_HOME, unless
+    given, is the folder of the SQLite file given, so no ``.env`` of the developer's is read.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(NOD_PREFIXES)}
     env["PYTHONPATH"] = str(ROOT)
+    database = settings.get("NOD_DATABASE_URL", "")
+    if "NOD_HOME" not in settings and database.startswith(SQLITE):
+        env["NOD_HOME"] = str(Path(database.removeprefix(SQLITE)).parent)
     env.update(settings)
     return env
+
+
+def init_database(cwd: Path, env: dict[str, str]) -> None:
+    """``nod init`` as an operator runs it first: only it and ``nod run`` create a database."""
+    done = subprocess.run([sys.executable, "-m", "bot", "init"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
 
 
 def wait_listening(proc: subprocess.Popen[Any], timeout: float = 60.0) -> None:

@@ -94,6 +94,7 @@ class FakeModelServer:
     refused: list[str] = field(default_factory=list)  # the rule each refused request broke
     transcriptions: list[dict[str, Any]] = field(default_factory=list)
     heard: dict[str, deque[Heard]] = field(default_factory=lambda: defaultdict(deque))
+    api_key: str | None = None  # set: GET /v1/models wants it as the bearer token, as OpenAI does
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -124,6 +125,7 @@ class FakeModelServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._complete)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
+        app.router.add_get("/v1/models", self._models)  # nod doctor's cheap authenticated GET
         self.runner = web.AppRunner(app)
         await self.runner.setup()
         with socket.socket() as probe:
@@ -131,6 +133,13 @@ class FakeModelServer:
             self.port = probe.getsockname()[1]
         await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
         return self
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return web.json_response({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}},
+                                     status=401)
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model"} for m in sorted(
+            {model for model, _ in self.queues})]})
 
     async def stop(self) -> None:
         for pending in self.sleeping:  # an ignore_cancel answer must not hold the test up

@@ -65,6 +65,7 @@ class FakeTelegramServer:
     async def start(self) -> FakeTelegramServer:
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._handle)
+        app.router.add_get("/bot{token}/{method}", self._handle)  # Telegram takes GET too (nod doctor's getMe)
         app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner, self.port = await serve(app)
         return self

@@ -54,6 +54,7 @@ class FakeTwilioServer:
     async def start(self) -> FakeTwilioServer:
         app = web.Application()
         app.router.add_post("/2010-04-01/Accounts/{sid}/Messages.json", self._create)
+        app.router.add_get("/2010-04-01/Accounts/{sid}.json", self._account)  # nod doctor's authenticated GET
         app.router.add_get("/_sent", self._count)  # for a benchmark running this server in another process
         app.router.add_get("/2010-04-01/Accounts/{sid}/Messages/{message}/Media/{media}", self._media)
         self._runner, self.port = await serve(app)
@@ -75,6 +76,11 @@ class FakeTwilioServer:
     def _authorized(self, request: web.Request) -> bool:
         expected = "Basic " + base64.b64encode(f"{ACCOUNT_SID}:{AUTH_TOKEN}".encode()).decode()
         return request.match_info["sid"] == ACCOUNT_SID and request.headers.get("Authorization") == expected
+
+    async def _account(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return web.json_response({"code": 20003, "message": "Authenticate", "status": 401}, status=401)
+        return web.json_response({"sid": ACCOUNT_SID, "status": "active", "friendly_name": "Nod tests"})
 
     async def _media(self, request: web.Request) -> web.Response:
         if not self._authorized(request):

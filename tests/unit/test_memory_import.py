@@ -39,3 +39,36 @@ def test_without_bullets_each_line_is_a_note() -> None:
     assert [(e.area, e.text) for e in result.document.entries] == [
         ("preferences", "Short answers"), ("preferences", "No emoji")]
     assert len(set(result.saved)) == 2
+
+
+def test_nods_own_markdown_export_reads_back_as_exactly_its_notes() -> None:
+    """Issue 43: 8. Re-importing the export made 42 junk notes: ``**about/job** (Confirmed): …``
+    lines, "Summary:" and "Expires:" lines as notes, archived notes back as Confirmed."""
+    from datetime import date
+
+    from core.memory.model import ArchiveReason, Evidence
+    from core.memory.render import render_export
+
+    doc = MemoryDocument()
+    for note in (
+        ops.make_entry("about/job", "Works as a nurse\nat Santo António", origin=Origin.STATED, now=NOW,
+                       abstract="Nurse", expires=date(2027, 1, 31)),
+        ops.make_entry("people/sister", "Sister: Ana, lives in Porto", origin=Origin.INFERRED, now=NOW,
+                       evidence=(Evidence(4, "my sister Ana"),)),
+        ops.make_entry("routines/gym", "Gym on Tuesdays", origin=Origin.INFERRED, now=NOW,
+                       evidence=(Evidence(5, "gym"), Evidence(6, "gym again"))),
+        ops.make_entry("lessons/flights", "Never book red-eye flights", origin=Origin.STATED, now=NOW),
+    ):
+        doc = ops.add_entry(doc, note)
+    doc = ops.archive(doc, "lessons/flights", ArchiveReason.WRONG, NOW)
+    doc = ops.add_entry(doc, ops.make_entry("lessons/flights", "Avoid red-eye flights", origin=Origin.STATED, now=NOW))
+    exported = render_export(doc, "ana")
+    assert "## Let go" in exported and "Summary: Nurse" in exported and "_Nothing saved._" in exported
+
+    result = import_answer(MemoryDocument(), exported, NOW)
+    assert result.skipped == ()
+    assert [(e.path, e.text, e.abstract, e.expires) for e in result.document.entries] == [
+        (e.path, e.text, e.abstract, e.expires) for e in doc.entries]
+    assert all(e.status is Status.STATED for e in result.document.entries) and result.document.archive == ()
+    again = import_answer(result.document, exported, NOW)
+    assert again.saved == () and len(again.skipped) == len(doc.entries)  # each already saved, nothing else read

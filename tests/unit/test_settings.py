@@ -27,10 +27,42 @@ def environ(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     return load
 
 
-def test_defaults_are_the_embedded_setup(environ) -> None:  # type: ignore[no-untyped-def]
-    settings = environ({})
-    assert settings.database_url == "sqlite+aiosqlite:///nod.db"
+def test_defaults_are_the_embedded_setup_in_the_data_directory(environ, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    settings = environ({"NOD_HOME": str(tmp_path / "data")})
+    assert settings.database_url == f"sqlite+aiosqlite:///{tmp_path / 'data' / 'nod.db'}"  # not ./nod.db (issue 43: 9)
+    assert settings.home == str(tmp_path / "data")
     assert (settings.host, settings.port, settings.log_text) == ("127.0.0.1", 8080, False)
+
+
+def test_the_data_directory_defaults_to_the_platforms_place_for_application_data() -> None:
+    from bot.home import default_home
+
+    user = Path("/home/ana")
+    assert default_home({}, "linux", user) == user / ".local/share/nod"
+    assert default_home({"XDG_DATA_HOME": "/data"}, "linux", user) == Path("/data/nod")
+    assert default_home({"XDG_DATA_HOME": "relative"}, "linux", user) == user / ".local/share/nod"  # the spec ignores it
+    assert default_home({}, "darwin", user) == user / "Library/Application Support/nod"
+    assert default_home({"LOCALAPPDATA": "C:/Users/ana/AppData/Local"}, "win32", user) == Path("C:/Users/ana/AppData/Local/nod")
+
+
+def test_the_env_file_is_read_from_the_data_directory_and_the_database_url_still_wins(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ) -> None:  # type: ignore[no-untyped-def]
+    environ({})
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / ".env").write_text("NOD_PORT=9001\n")
+    (tmp_path / ".env").write_text("NOD_PORT=9002\n")  # the working directory's is not read
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NOD_HOME", str(tmp_path / "data"))
+    assert load_settings().port == 9001
+    monkeypatch.setenv("NOD_DATABASE_URL", "postgresql+asyncpg://nod@db/nod")
+    assert load_settings().database_url == "postgresql+asyncpg://nod@db/nod"
+
+
+def test_every_missing_setting_of_an_enabled_part_is_named_at_once(environ) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError) as caught:
+        environ({"TWILIO_ACCOUNT_SID": "AC1"})
+    assert str(caught.value) == ("TWILIO_ACCOUNT_SID is set, so TWILIO_AUTH_TOKEN, TWILIO_WHATSAPP_FROM and "
+                                 "NOD_PUBLIC_URL must be set too.")
 
 
 def test_env_file_is_read_and_the_environment_wins(tmp_path: Path, environ) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,209 @@
+"""The operator's ``nod``: one data directory, help and examples, JSON listings, standard input,
+closed pipes, a busy port, owners removed, renamed and unlinked (issue 43: 9, 10, 11)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import socket
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.cli_parser import parser
+from core.storage.migrations import MIGRATIONS
+from tests.e2e.conftest import Nod, one_sentence
+
+LATEST = MIGRATIONS[-1].version
+ALL = ", ".join(str(m.version) for m in MIGRATIONS)
+
+
+def test_commands_from_any_folder_find_the_same_data_in_nod_home(cli: Nod, bare: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: 9. In another folder `nod owners list` made a new empty nod.db and said "No owners yet"."""
+    home = bare / "home"
+    missing = cli("owners", "list")
+    assert missing.returncode == 1 and one_sentence(missing).startswith(f"nod: There is no Nod database at {home / 'nod.db'}")
+    assert not home.exists()  # nothing made
+    created = cli("init")
+    assert created.returncode == 0 and created.stdout.startswith(f"Created the SQLite file {home / 'nod.db'}")
+    assert cli("owners", "add", "ana", "--tz", "Europe/Lisbon").returncode == 0
+    (home / ".env").write_text("NOD_SPENDING_LIMIT_USD=3\n")
+    elsewhere = bare / "somewhere" / "else"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    assert cli("owners", "list").stdout.strip() == "ana\tEurope/Lisbon\tno channels"
+    assert "of a $3.00 limit" in cli("usage", "--owner", "ana").stdout  # .env read from NOD_HOME, not from here
+    assert sorted(p.name for p in elsewhere.iterdir()) == []
+    again = cli("init")
+    assert again.returncode == 0 and again.stdout.strip().endswith(f"is ready (schema version {LATEST}); nothing to create.")
+
+
+def test_run_refuses_to_start_a_new_database_beside_the_one_an_older_version_kept_here(cli: Nod, bare: Path) -> None:
+    sqlite3.connect(bare / "nod.db").close()
+    refused = cli("init")
+    assert refused.returncode == 1 and "There is a nod.db in this folder" in one_sentence(refused)
+    assert not (bare / "home" / "nod.db").exists()
+
+
+def _options(top: argparse.ArgumentParser, path: str = "nod") -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(path, top)]
+    for action in top._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _options(sub, f"{path} {name}")
+    return found
+
+
+def test_every_option_has_help_and_every_command_an_example() -> None:
+    for path, command in _options(parser()):
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction | argparse._HelpAction):
+                continue
+            assert action.help, f"{path} {action.option_strings or action.dest} has no help"
+        assert command.epilog and "example" in command.epilog and f"{path}" in command.epilog, path
+
+
+def test_version_comes_from_the_package(cli: Nod, bare: Path) -> None:
+    from importlib.metadata import version
+
+    result = cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"nod {version('nod')}"
+
+
+def test_every_listing_has_json(cli: Nod, here: Path) -> None:
+    assert cli("owners", "add", "ana", "--telegram", "42").returncode == 0
+    owners = json.loads(cli("owners", "list", "--json").stdout)
+    assert owners[0]["name"] == "ana" and owners[0]["identities"] == [{"channel": "telegram", "external_id": "42"}]
+    usage = json.loads(cli("usage", "--owner", "ana", "--json").stdout)
+    assert usage["today"] == [] and usage["limit_usd"] == 10.0
+    assert json.loads(cli("skills", "list", "--owner", "ana", "--json").stdout) == []
+    assert json.loads(cli("memory", "archive", "list", "--owner", "ana", "--json").stdout) == []
+
+
+def test_history_import_reads_standard_input_takes_user_as_owner_and_names_the_roles(cli: Nod, here: Path) -> None:
+    assert cli("owners", "add", "ana").returncode == 0
+    lines = [{"role": "user", "text": "I moved to Porto", "sent_at": "2024-05-01T10:00:00+00:00"},
+             {"role": "assistant", "text": "Noted", "sent_at": "2024-05-01T10:00:05+00:00"}]
+    done = cli("history", "import", "--owner", "ana", "-", stdin="".join(json.dumps(line) + "\n" for line in lines))
+    assert done.returncode == 0 and "Imported 2 new messages of 2 lines" in done.stdout
+    found = json.loads(cli("tool", "--owner", "ana", "history_search", '{"query": "Porto"}').stdout)
+    assert found["results"][0]["role"] == "owner"
+    for line, said in (({"role": "system", "text": "x", "sent_at": "2024-05-01T10:00:00"},
+                        "nod: Line 1: the role must be owner (or user) or assistant, not 'system'."),
+                       ({"role": "owner", "sent_at": "2024-05-01T10:00:00"}, "it has no text"),
+                       ({"role": "owner", "text": "x", "sent_at": "yesterday"}, "sent_at must be an ISO 8601 time")):
+        refused = cli("history", "import", "--owner", "ana", "-", stdin=json.dumps(line) + "\n")
+        sentence = one_sentence(refused)
+        assert refused.returncode == 1 and said in sentence and "Error" not in sentence
+    assert "owner" in cli("history", "import", "--help").stdout and '"user"' in cli("history", "import", "--help").stdout
+
+
+def test_a_closed_pipe_ends_quietly_with_status_0(here: Path, cli: Nod, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`nod owners list | head -1` printed "nod: Broken pipe." and failed."""
+    for n in range(3):
+        assert cli("owners", "add", f"owner-{n}").returncode == 0
+    read, write = os.pipe()
+    os.close(read)  # the reader (head) is gone before nod writes
+    closed = open(write, "w", encoding="utf-8")  # noqa: SIM115 - handed to the command as its stdout
+    monkeypatch.setattr(sys, "stdout", closed)
+    try:
+        code = main(["owners", "list"])
+    finally:
+        monkeypatch.undo()
+        closed.close()
+    assert code == 0 and capsys.readouterr().err == ""
+
+
+def test_a_busy_port_is_one_sentence(here: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """It printed a Python tuple: "error while attempting to bind on address ('127.0.0.1', 8080)"."""
+    with socket.socket() as taken:  # capfd: `nod run` hands faulthandler its real standard error
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("NOD_PORT", str(port))
+        code = main(["run"])
+    err = capfd.readouterr().err
+    assert code == 1 and err == (f"nod: Port {port} on 127.0.0.1 is in use; set NOD_PORT to a free port "
+                                 "or stop the program using it.\n")
+
+
+def test_owners_are_renamed_unlinked_and_removed_with_everything_of_theirs(cli: Nod, here: Path) -> None:
+    assert cli("owners", "add", "ana", "--telegram", "42", "--whatsapp", "+351911").returncode == 0
+    assert cli("owners", "add", "bo", "--telegram", "43").returncode == 0
+    for owner in ("ana", "bo"):
+        lines = [json.dumps({"role": "owner", "text": f"{owner} likes figs and Porto", "sent_at": "2024-05-01T10:00:00"})]
+        assert cli("history", "import", "--owner", owner, "-", stdin="\n".join(lines) + "\n").returncode == 0
+        assert cli("memory", "add", "--owner", owner, "about/figs", f"{owner} likes figs").returncode == 0
+    assert json.loads(cli("tool", "--owner", "ana", "history_search", '{"query": "figs"}').stdout)["results"]  # index built
+
+    assert cli("owners", "rename", "ana", "ana-maria").stdout.strip() == "Renamed ana to ana-maria."
+    taken = cli("owners", "rename", "bo", "ana-maria")
+    assert taken.returncode == 1 and "already an owner named" in one_sentence(taken)
+    assert cli("owners", "unlink", "ana-maria", "--whatsapp", "+351911").stdout.strip() == (
+        "Unlinked whatsapp:+351911 from ana-maria.")
+    not_hers = cli("owners", "unlink", "ana-maria", "--telegram", "43")
+    assert not_hers.returncode == 1 and "not linked" in one_sentence(not_hers)
+
+    unconfirmed = cli("owners", "remove", "ana-maria")  # standard input is not a terminal
+    assert unconfirmed.returncode == 1 and "add --yes" in one_sentence(unconfirmed)
+    removed = cli("owners", "remove", "ana-maria", "--yes")
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.startswith("Removed ana-maria: 1 messages, their memory, 1 identities")
+    assert "search index was deleted too" in removed.stdout
+    with sqlite3.connect(here / "nod.db") as db:
+        left = {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - fixed names
+                for table in ("owners", "identities", "threads", "messages", "objects")}
+        fts = db.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH 'figs'").fetchone()[0]
+    assert left == {"owners": 1, "identities": 1, "threads": 1, "messages": 1, "objects": 1} and fts == 1
+    assert cli("owners", "list").stdout.strip() == "bo\tUTC\ttelegram:43"
+    assert [r["text"] for r in json.loads(cli("tool", "--owner", "bo", "history_search", '{"query": "figs"}').stdout)
+            ["results"]] == ["bo likes figs and Porto"]
+    gone = cli("memory", "show", "--owner", "ana-maria")
+    assert gone.returncode == 1 and "No owner named" in one_sentence(gone)
+
+
+def test_remove_asks_on_a_terminal(here: Path, cli: Nod) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert cli("owners", "add", "ana").returncode == 0
+    from unittest import mock
+
+    with mock.patch.object(sys, "stdin", Terminal("bo\n")):
+        assert main(["owners", "remove", "ana"]) == 1
+    with mock.patch.object(sys, "stdin", Terminal("ana\n")):
+        assert main(["owners", "remove", "ana"]) == 0
+    assert "No owners yet" in cli("owners", "list").stdout
+
+
+def test_backup_on_postgresql_says_how_and_on_a_missing_database_says_so(cli: Nod, bare: Path) -> None:
+    postgres = cli("backup", str(bare / "x.dump"), NOD_DATABASE_URL="postgresql+asyncpg://nod@127.0.0.1:1/nod")
+    assert postgres.returncode == 1 and "pg_dump --format=custom --file FILE DBNAME" in one_sentence(postgres)
+    missing = cli("backup", str(bare / "copy.db"))
+    assert missing.returncode == 1 and "There is no Nod database at" in one_sentence(missing)
+    assert not (bare / "copy.db").exists() and not (bare / "home").exists()
+
+
+def test_replace_without_json_is_bad_usage(cli: Nod, here: Path) -> None:
+    result = cli("memory", "import", "--replace", "--owner", "ana", "x.md")
+    assert result.returncode == 2 and "--replace goes with --json" in one_sentence(result)
+
+
+def test_db_current_history_and_upgrade(cli: Nod, bare: Path) -> None:
+    (bare / "home").mkdir()
+    sqlite3.connect(bare / "home" / "nod.db").close()  # a database file nothing has migrated yet
+    current = cli("db", "current")
+    assert current.returncode == 0 and current.stdout.startswith(f"0 (pending: {ALL};")
+    assert cli("db", "history").stdout.splitlines()[0] == "  1  pending  owners, identities, threads, messages, objects, usage"
+    upgraded = cli("db", "upgrade")
+    assert upgraded.stdout.strip() == f"The schema is at version {LATEST} (applied {ALL} now)."
+    assert cli("db", "current").stdout.strip() == str(LATEST)
+    assert cli("db", "upgrade").stdout.strip() == f"The schema is at version {LATEST} (nothing to apply)."
+    assert all("  applied  " in line for line in cli("db", "history").stdout.splitlines())
