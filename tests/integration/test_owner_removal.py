@@ -26,10 +26,22 @@ NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 async def _rows(engine: AsyncEngine, owner_id: int) -> dict[str, int]:
     counts = {}
     async with engine.connect() as conn:
-        for table in ("identities", "threads", "messages", "objects"):
+        for table in ("identities", "threads", "messages", "objects", "schedules", "schedule_runs", "outbox"):
             counts[table] = (await conn.execute(text(f"SELECT count(*) FROM {table} WHERE owner_id = :o"),  # noqa: S608
                                                 {"o": owner_id})).scalar_one()
     return counts
+
+
+async def _reminded(engine: AsyncEngine, messages: MessageStore, owner_id: int) -> None:
+    """A reminder that has fired once and whose message is still owed (its outbox row)."""
+    from core.schedules.model import Kind
+    from core.schedules.runner import advance
+    from core.storage.schedule_store import ScheduleStore
+
+    store = ScheduleStore(engine, messages)
+    await store.create(owner_id, Kind.REMINDER, "water the figs", NOW.replace(tzinfo=None), "FREQ=DAILY", NOW, NOW, None)
+    [run] = await store.claim_due(NOW, NOW, NOW, advance)
+    await store.finish(run, NewMessage(owner_id, Role.ASSISTANT, "Reminder: water the figs", "telegram", NOW))
 
 
 async def test_removing_an_owner_deletes_all_of_theirs_and_nothing_else(engine: AsyncEngine) -> None:
@@ -43,16 +55,19 @@ async def test_removing_an_owner_deletes_all_of_theirs_and_nothing_else(engine: 
             await messages.append(NewMessage(owner.id, Role.OWNER, f"{name} says figs {n}", "telegram", NOW, f"{name}-{n}"))
         await memory.update(owner.id, lambda d, name=name: ops.add_entry(d, ops.make_entry(
             "about/figs", f"{name} likes figs", origin=Origin.STATED, now=NOW)))
+        await _reminded(engine, messages, owner.id)
     removed = await owners.remove(ids["ana"])
-    assert removed["messages"] == 3 and removed["identities"] == 1 and removed["objects"] == 1
-    assert await _rows(engine, ids["ana"]) == {"identities": 0, "threads": 0, "messages": 0, "objects": 0}
-    assert await _rows(engine, ids["bo"]) == {"identities": 1, "threads": 1, "messages": 3, "objects": 1}
+    assert removed["messages"] == 4 and removed["identities"] == 1 and removed["objects"] == 1
+    assert await _rows(engine, ids["ana"]) == {"identities": 0, "threads": 0, "messages": 0, "objects": 0,
+                                               "schedules": 0, "schedule_runs": 0, "outbox": 0}
+    assert await _rows(engine, ids["bo"]) == {"identities": 1, "threads": 1, "messages": 4, "objects": 1,
+                                              "schedules": 1, "schedule_runs": 1, "outbox": 1}
     assert await owners.by_identity(Identity("telegram", "42")) is None
     if engine.dialect.name == "sqlite":  # the words are gone from the contentless index, bo's are intact
         async with engine.connect() as conn:
             found = (await conn.execute(text("SELECT rowid FROM search_fts WHERE search_fts MATCH 'figs'"))).all()
             await conn.execute(text("INSERT INTO search_fts (search_fts) VALUES ('integrity-check')"))  # raises if corrupt
-        assert len(found) == 3
+        assert len(found) == 4  # bo's three messages and his reminder
     with pytest.raises(NotFound):
         await owners.remove(ids["ana"])
 
