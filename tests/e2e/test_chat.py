@@ -29,7 +29,7 @@ async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Pat
     try:
         server.enqueue(AGENT, text("Hello, Ana!"), tool("memory_read", {"path": "people"}), text("Your sister lives in Porto."))
         code, out, err = await _chat(
-            tmp_path, "hi\nwhere does my sister live?\n/memory\n/context\n/reset\n/stop\n/bogus\n",
+            tmp_path, "hi\nwhere does my sister live?\n/memory\n/context\n/reset\n/stop\n/bogus\n/shrug that was odd\n",
             OPENAI_BASE_URL=server.base_url, NOD_AGENT_MODEL=AGENT,
         )
     finally:
@@ -40,8 +40,10 @@ async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Pat
     assert blocks[2] == "I remember 1 note (people 1):\n- people/sister: Sister: Ana, lives in Porto"
     assert blocks[3].startswith("What I see at the start of every turn:") and blocks[4].startswith("Learned skills:")
     assert blocks[5] == "Started a new conversation. Your memory is kept."
-    # as on Telegram and WhatsApp, a slash word that is no command is a message for the agent
-    assert blocks[6] == "Nothing is running." and blocks[7] == UNSCRIPTED
+    # as on Telegram and WhatsApp, a lone slash word that is no command gets the help, with no turn;
+    # a slash inside a sentence is a message for the agent
+    assert blocks[6] == "Nothing is running." and blocks[7] == "I don't have that command."
+    assert blocks[8].startswith("I'm Nod, your assistant.") and blocks[-1] == UNSCRIPTED
     assert len(server.calls()) == 4 and "Traceback" not in err
     usage = nod(tmp_path, "usage", "--owner", "ana")
     assert usage.returncode == 0

@@ -12,7 +12,7 @@ import pytest
 from bot.doctor import doctor
 from bot.settings import load_settings
 from core.storage.database import create_engine
-from core.storage.migrations import migrate
+from core.storage.migrations import MIGRATIONS, migrate
 from tests.fakes import telegram_server as tg
 from tests.fakes import twilio_server as tw
 from tests.fakes.loopback import NOD_PREFIXES, free_port
@@ -63,7 +63,7 @@ async def test_a_working_installation_is_ok_on_every_line(environment: Path, mon
     assert list(lines) == ["settings", "database", "migrations", "search index", "agent model server", "Telegram API",
                            "Twilio API"]
     assert all(line.startswith("ok") for line in lines.values()), lines
-    assert lines["migrations"] == "ok: all 11 applied" and tg.TOKEN not in str(lines) and "sk-test" not in str(lines)
+    assert lines["migrations"] == f"ok: all {MIGRATIONS[-1].version} applied" and tg.TOKEN not in str(lines) and "sk-test" not in str(lines)
 
 
 async def test_a_broken_installation_names_each_broken_part(environment: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +104,7 @@ async def test_a_database_behind_on_migrations_and_an_unreadable_index_fail(envi
     (environment / "nod.db.search" / "meta.json").write_text("{not json")
     code, lines = await _checked()
     assert code == 1
-    assert lines["migrations"] == "FAIL: 1 of 11 not applied (`nod db upgrade` applies them; so does `nod run`)"
+    assert lines["migrations"] == f"FAIL: 1 of {MIGRATIONS[-1].version} not applied (`nod db upgrade` applies them; so does `nod run`)"
     assert lines["search index"].startswith(f"FAIL: {environment / 'nod.db.search'} cannot be read")
 
 
