@@ -94,7 +94,8 @@ def strict_problems(schema: Any, where: str = "$") -> list[str]:
     if not isinstance(schema, dict):
         return found
     found += [f"{where}: {key} is not allowed" for key in FORBIDDEN_KEYWORDS & set(schema)]
-    if schema.get("type") == "object" or "properties" in schema:
+    one_per_action = "anyOf" in schema and "properties" not in schema  # a multi-action tool: each branch is checked
+    if (schema.get("type") == "object" or "properties" in schema) and not one_per_action:
         if schema.get("additionalProperties") is not False:
             found.append(f"{where}: additionalProperties must be false")
         if sorted(schema.get("required", [])) != sorted(schema.get("properties", {})):

@@ -77,6 +77,8 @@ class SkillBook(Protocol):
 
 
 class ManagePersonalContextArguments(Arguments):
+    """What the handler accepts (and validates); the model is shown one strict object per action instead."""
+
     action: Literal["memory_learn", "memory_forget", "memory_control"]
     message_ids: list[int] | None = Field(None, description="memory_learn: older owner messages holding the fact.")
     path: str | None = Field(None, description="memory_forget: the note's area/slug.")
@@ -84,12 +86,55 @@ class ManagePersonalContextArguments(Arguments):
     command: Literal["stop", "resume", "clear"] | None = None
 
 
+class MemoryLearnAction(Arguments):
+    action: Literal["memory_learn"]
+    message_ids: list[int] | None = Field(None, description="Older owner messages holding the fact, by id; null when "
+                                                             "the current message holds it.")
+
+
+class MemoryForgetAction(Arguments):
+    action: Literal["memory_forget"]
+    path: str = Field(description="The note's area/slug, as your memory lists it.")
+
+
+class MemoryControlAction(Arguments):
+    action: Literal["memory_control"]
+    command: Literal["stop", "resume", "clear"]
+    quote: str = Field(description="The owner's complete current message, word for word.")
+
+
 class SkillsArguments(Arguments):
+    """What the handler accepts (and validates); the model is shown one strict object per action instead."""
+
     action: Literal["read", "save", "patch"]
     name: str = Field(description="The skill's name: lowercase words joined by dashes, one site, app or flow.")
     description: str | None = Field(None, description="save/patch: one line, what flow it covers.")
     body: str | None = Field(None, description="save/patch: the steps, gotchas and how they were passed, what to verify, "
                                                "what didn't work.")
+
+
+class SkillReadAction(Arguments):
+    action: Literal["read"]
+    name: str = Field(description="The skill's or guide's name, as your memory lists it.")
+
+
+_SKILL_NAME = "The skill's name: lowercase words joined by dashes, one site, app or flow."
+_SKILL_DESCRIPTION = "One line: what flow it covers."
+_SKILL_BODY = "The steps, gotchas and how they were passed, what to verify, what didn't work."
+
+
+class SkillSaveAction(Arguments):
+    action: Literal["save"]
+    name: str = Field(description=_SKILL_NAME)
+    description: str = Field(description=_SKILL_DESCRIPTION)
+    body: str = Field(description=_SKILL_BODY)
+
+
+class SkillPatchAction(Arguments):
+    action: Literal["patch"]
+    name: str = Field(description=_SKILL_NAME)
+    description: str = Field(description=_SKILL_DESCRIPTION)
+    body: str = Field(description=_SKILL_BODY)
 
 
 class OfferChoicesArguments(Arguments):
@@ -98,9 +143,19 @@ class OfferChoicesArguments(Arguments):
 
 @dataclass(frozen=True)
 class Tool:
+    """A tool: ``arguments`` validates a call; ``actions``, for a multi-action tool, are what the model is shown —
+    one strict object per action (``anyOf``, DESIGN.md), so it is never asked to fill a field its action does not use
+    (a small model given one flat object with every field required invents a value for each)."""
+
     name: str
     description: str
     arguments: type[Arguments]
+    actions: tuple[type[Arguments], ...] = ()
+
+    def parameters(self) -> dict[str, Any]:
+        if not self.actions:
+            return strict_schema(self.arguments)
+        return {"type": "object", "anyOf": [strict_schema(action) for action in self.actions]}
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -108,16 +163,17 @@ TOOLS: tuple[Tool, ...] = (
     Tool("manage_personal_context", "Save or forget the owner's notes, or stop/resume/clear memory. "
          "memory_learn: the server writes notes from the owner's own messages (name older ones by "
          "message_ids); memory_forget: path; memory_control: command and the owner's message quoted. "
-         "Saves are silent: never announce them.", ManagePersonalContextArguments),
+         "Saves are silent: never announce them.", ManagePersonalContextArguments,
+         (MemoryLearnAction, MemoryForgetAction, MemoryControlAction)),
     Tool("skills", "Learned skills and task guides. read: a skill's or guide's steps, before following a flow it "
          "covers. save: after a task that took several steps, needed a workaround or was corrected, when no skill "
          "covers it. patch: when a skill you followed was wrong or out of date. Saves are quiet: never mention them.",
-         SkillsArguments),
+         SkillsArguments, (SkillReadAction, SkillSaveAction, SkillPatchAction)),
     Tool("offer_choices", f"Show up to {MAX_CHOICES} short choices (each up to {MAX_CHOICE_CHARS} characters) "
          "as buttons under your reply; the owner's tap arrives as their next message. Write the reply "
          "as usual: it must make sense without the buttons.", OfferChoicesArguments),
 )
-TOOL_SPECS: tuple[ToolSpec, ...] = tuple(ToolSpec(t.name, t.description, strict_schema(t.arguments)) for t in TOOLS)
+TOOL_SPECS: tuple[ToolSpec, ...] = tuple(ToolSpec(t.name, t.description, t.parameters()) for t in TOOLS)
 TOOL_NAMES = tuple(t.name for t in TOOLS)
 READS = READ_TOOL_NAMES
 _BY_NAME = {t.name: t for t in TOOLS}
