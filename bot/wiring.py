@@ -142,7 +142,7 @@ def _transcriber(settings: Settings) -> Transcriber | None:
 def build_gateway(settings: Settings, usage: UsageLedger, clock: Clock, models: tuple[ChatModel | None, ChatModel | None] | None = None) -> Gateway:
     agent, memory = models if models is not None else _models(settings)
     roles = ModelRoles(settings.agent_model, settings.memory_model, settings.memory_deadline_s, settings.agent_deadline_s,
-                       settings.transcribe_model, TRANSCRIBE_DEADLINE_S)
+                       settings.transcribe_model, TRANSCRIBE_DEADLINE_S, settings.max_tokens_scale)
     prices = PriceTable.with_overrides({m: (i, o) for m, i, o in settings.model_prices})
     return Gateway(roles, agent, memory, usage, prices, clock, _transcriber(settings))
 

@@ -6,7 +6,10 @@ otherwise run until the deadline, and on a one-slot local server hold up the nex
 Each budget is what the largest legitimate answer of that purpose needs, with room to spare;
 an answer that reaches it ends with ``finish_reason: length`` and is handled as a cut answer
 (the agent's is delivered with a line saying so; a memory answer is not asked again unchanged).
-The README's "Model servers" section lists them; change both together.
+The README's "Model servers" section lists them; change both together. ``NOD_MAX_TOKENS_SCALE``
+scales them all: below 1 for a slow CPU-only model that runs away (SmolLM2-135M on two cores
+writes about 20 tokens a second, so a 1,500-token runaway holds a one-slot server over a minute),
+above 1 for a thinking model whose reasoning counts against the same budget.
 """
 
 from __future__ import annotations
@@ -29,5 +32,12 @@ DEFAULT_MEMORY_MAX_TOKENS = 1_000  # a purpose missing above (a new one) still g
 REASONING_ALLOWANCE = 8_000  # a server that wants max_completion_tokens counts hidden reasoning in it too
 
 
-def memory_max_tokens(purpose: str) -> int:
-    return MEMORY_MAX_TOKENS.get(purpose, DEFAULT_MEMORY_MAX_TOKENS)
+MIN_TOKENS = 16  # however small the scale, a yes or no still fits
+
+
+def memory_max_tokens(purpose: str, scale: float = 1.0) -> int:
+    return scaled(MEMORY_MAX_TOKENS.get(purpose, DEFAULT_MEMORY_MAX_TOKENS), scale)
+
+
+def scaled(tokens: int, scale: float) -> int:
+    return max(MIN_TOKENS, round(tokens * scale))
