@@ -88,19 +88,18 @@ class ManagePersonalContextArguments(Arguments):
 
 class MemoryLearnAction(Arguments):
     action: Literal["memory_learn"]
-    message_ids: list[int] | None = Field(None, description="Older owner messages holding the fact, by id; null when "
-                                                             "the current message holds it.")
+    message_ids: list[int] | None = Field(None, description="Older owner messages holding the fact; null: the current one.")
 
 
 class MemoryForgetAction(Arguments):
     action: Literal["memory_forget"]
-    path: str = Field(description="The note's area/slug, as your memory lists it.")
+    path: str = Field(description="The note's area/slug.")
 
 
 class MemoryControlAction(Arguments):
     action: Literal["memory_control"]
     command: Literal["stop", "resume", "clear"]
-    quote: str = Field(description="The owner's complete current message, word for word.")
+    quote: str = Field(description="The owner's complete current message.")
 
 
 class SkillsArguments(Arguments):
@@ -115,10 +114,10 @@ class SkillsArguments(Arguments):
 
 class SkillReadAction(Arguments):
     action: Literal["read"]
-    name: str = Field(description="The skill's or guide's name, as your memory lists it.")
+    name: str
 
 
-_SKILL_NAME = "The skill's name: lowercase words joined by dashes, one site, app or flow."
+_SKILL_NAME = "Lowercase words joined by dashes: one site, app or flow."
 _SKILL_DESCRIPTION = "One line: what flow it covers."
 _SKILL_BODY = "The steps, gotchas and how they were passed, what to verify, what didn't work."
 
@@ -132,9 +131,9 @@ class SkillSaveAction(Arguments):
 
 class SkillPatchAction(Arguments):
     action: Literal["patch"]
-    name: str = Field(description=_SKILL_NAME)
-    description: str = Field(description=_SKILL_DESCRIPTION)
-    body: str = Field(description=_SKILL_BODY)
+    name: str
+    description: str
+    body: str
 
 
 class OfferChoicesArguments(Arguments):
@@ -161,8 +160,7 @@ class Tool:
 TOOLS: tuple[Tool, ...] = (
     *(Tool(read.name, read.description, read.arguments) for read in READ_TOOLS),
     Tool("manage_personal_context", "Save or forget the owner's notes, or stop/resume/clear memory. "
-         "memory_learn: the server writes notes from the owner's own messages (name older ones by "
-         "message_ids); memory_forget: path; memory_control: command and the owner's message quoted. "
+         "memory_learn: the server writes notes from the owner's own messages. "
          "Saves are silent: never announce them.", ManagePersonalContextArguments,
          (MemoryLearnAction, MemoryForgetAction, MemoryControlAction)),
     Tool("skills", "Learned skills and task guides. read: a skill's or guide's steps, before following a flow it "
