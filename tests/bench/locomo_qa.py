@@ -46,6 +46,7 @@ moment is CORRECT. Reply with one word: CORRECT or WRONG."""
 BASELINE = """You answer questions about a conversation between {a} and {b}. The whole conversation follows,
 each line with its date. Answer briefly."""
 SMOKE_QUESTIONS = 2
+SMOKE_BASELINE_CHARS = 12_000  # the tiny model's 8,192-token window holds about this much besides the question
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,7 @@ def _table(asked: list[Asked], title: str) -> str:
 async def run_locomo_qa(args: argparse.Namespace) -> None:
     target = Target.from_args(args)
     limit = SMOKE_QUESTIONS if args.smoke else args.limit
+    baseline_chars = min(args.baseline_chars, SMOKE_BASELINE_CHARS) if args.smoke else args.baseline_chars
     data = json.loads(DATA.read_text())
     client = AsyncOpenAI(base_url=target.base_url, api_key=target.api_key or "not-needed", timeout=600, max_retries=1)
     judge = args.judge_model or target.model
@@ -177,7 +179,7 @@ async def run_locomo_qa(args: argparse.Namespace) -> None:
                     answer, tokens, seconds = await _ask_nod(target, imported, Path(folder), owner, now, question)
                     asked.append(Asked("nod", qa["category"], question, gold, answer,
                                        await _judge(client, judge, question, gold, answer), tokens, seconds))
-                    full, tokens, seconds, cut = await _ask_full(client, target, sample, question, args.baseline_chars)
+                    full, tokens, seconds, cut = await _ask_full(client, target, sample, question, baseline_chars)
                     baseline_cut |= cut
                     asked.append(Asked("full context", qa["category"], question, gold, full,
                                        await _judge(client, judge, question, gold, full), tokens, seconds))
@@ -185,7 +187,7 @@ async def run_locomo_qa(args: argparse.Namespace) -> None:
                           f"full {'ok' if asked[-1].correct else 'wrong'} ({asked[-2].seconds:.0f} s)", flush=True)
     finally:
         await client.close()
-    note = f" (full context cut to the last {args.baseline_chars:,} characters)" if baseline_cut else ""
+    note = f" (full context cut to the last {baseline_chars:,} characters)" if baseline_cut else ""
     print(_table(asked, f"locomo-qa: {target.model} at {target.base_url or 'OpenAI'}, judge {judge}{note}"))
     for a in asked[: 2 * (limit or 3)]:
         said = re.sub(r"\s+", " ", a.answer)[:140]

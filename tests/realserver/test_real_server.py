@@ -10,6 +10,7 @@ back to the owner, and the owner always gets a sentence.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from datetime import timedelta
 from typing import Any
@@ -79,10 +80,15 @@ def _sentence(text: str) -> None:
     assert not FRAMING.search(text), f"framing came back to the owner: {text[:200]!r}"
 
 
-async def test_the_issues_conversation_each_message_gets_a_sentence_and_nothing_invented_is_saved(real: Real) -> None:
+async def test_the_issues_conversation_each_message_gets_a_sentence_and_nothing_invented_is_saved(
+        real: Real, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+    caplog.set_level(logging.INFO, logger="nod.agent.turn")
     for words in SPOKEN:
         await real.say(words)
     assert len(real.sink.sent) == len(SPOKEN)
+    echoed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("turn_answer_unframed")]
+    with capsys.disabled():  # what the tiny model still copied of the framing (cut before delivery)
+        print(f"\n{real.server_name}: {len(echoed)} of {len(SPOKEN)} answers copied framing; delivered: {real.sink.sent}")
     for text in real.sink.sent:
         _sentence(text)
     digest = await Digests(real.svc.gateway, real.svc.spending, real.svc.memory).memory(real.owner)  # /memory
