@@ -62,6 +62,7 @@ async def test_1_nod_json_mode_json_object_sends_the_schema_from_the_first_call(
         server.enqueue(MEMORY, structured({"summary": "s"}), purpose="digest")
         await nod.svc.gateway.ask(nod.owner.id, Digest, DIGEST_PROMPT)
         assert server.refused == [] and server.requests[0]["response_format"]["type"] == "json_object"
+        assert server.requests[0]["response_format"]["schema"]["required"] == ["summary"]  # a grammar, not just the prompt
 
 
 async def test_2_and_3_a_tool_round_trip_has_string_content_everywhere_and_tool_choice_auto(
