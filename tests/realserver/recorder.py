@@ -34,6 +34,7 @@ class Seen:
     json_mode: str | None
     tool_choice: str | None
     null_content: bool
+    tools: bool
 
 
 RECORDS: list[Seen] = []  # every request of the session, for the closing table
@@ -90,7 +91,7 @@ class RecordingProxy:
             pass
         seen = Seen(self.server, purpose_of(body), status, seconds, body.get("max_tokens") or body.get("max_completion_tokens"),
                     usage, finish, (body.get("response_format") or {}).get("type"), body.get("tool_choice"),
-                    any(m.get("content") is None for m in body.get("messages", [])))
+                    any(m.get("content") is None for m in body.get("messages", [])), bool(body.get("tools")))
         self.seen.append(seen)
         RECORDS.append(seen)
         return web.Response(body=data, status=status, content_type=content_type.split(";")[0])
