@@ -106,7 +106,7 @@ SCENARIOS: tuple[tuple[str, Scenario], ...] = (
     ("remember", remember), ("recall", recall), ("correct (old archived)", correct), ("forget", forget),
     ("refuse a forwarded claim", forwarded), ("never said", never_said),
 )
-SMOKE = ("recall",)
+SMOKE = ("remember",)  # one turn: the agent, the memory model, the memory document read back
 
 
 async def _one(target: Target, name: str, scenario: Scenario, folder: Path) -> Outcome:

@@ -45,7 +45,7 @@ meaning as the gold answer, it is CORRECT; a date or time in another format that
 moment is CORRECT. Reply with one word: CORRECT or WRONG."""
 BASELINE = """You answer questions about a conversation between {a} and {b}. The whole conversation follows,
 each line with its date. Answer briefly."""
-SMOKE_QUESTIONS = 2
+SMOKE_QUESTIONS = 1
 SMOKE_BASELINE_CHARS = 12_000  # the tiny model's 8,192-token window holds about this much besides the question
 
 
