@@ -6,7 +6,7 @@ the owner's messages and "Owner context:", verbatim. So the framing is plain sen
 rather than bracketed tags a model may take for a format to continue, the owner's messages
 carry no ``[id]`` prefix (ids are in the server's block, where a tool call needs them), and
 whatever of the framing still comes back is cut from the answer before anyone sees it —
-a line that is only framing, and an ``[id]`` prefix at a line's start.
+a line that is only framing (the step-cap note too), and an ``[id]`` prefix at a line's start.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ CONTEXT_CLOSE = "The owner's message follows."
 MEMORY_HEADING = "Your memory of the owner:"
 RELATED_HEADING = "Older messages from the owner that share words with this one:"
 EVIDENCE_HEADING = "Evidence selected for this request:"
+OUT_OF_STEPS_NOTE = "(No more tool steps this turn: answer the owner now with what you have found.)"
 
-_HEADINGS = (CONTEXT_OPEN, CONTEXT_CLOSE, MEMORY_HEADING, RELATED_HEADING, EVIDENCE_HEADING, "Owner context:",
+_HEADINGS = (CONTEXT_OPEN, CONTEXT_CLOSE, MEMORY_HEADING, RELATED_HEADING, EVIDENCE_HEADING, OUT_OF_STEPS_NOTE,
+             "Owner context:",
              "Task guides (read them with the skills tool):")
 _FRAMING_LINE = re.compile(
     r"^\s*(?:"
-    r"\[Nod server\b[^\]]*\]?|\[end of context\b[^\]]*\]?"  # the bracketed tags of earlier versions
+    r"\[Nod server\b.*|\[end of context\b[^\]]*\]?"  # the bracketed tags of earlier versions
     r"|Now: \w+ \d{4}-\d{2}-\d{2} \d{2}:\d{2} \([^)]*\)\.?"  # the server's clock line
     r"|- message \d+, \d{4}-\d{2}-\d{2} \d{2}:\d{2}: .*"  # a related older message
     r"|(?:" + "|".join(re.escape(h) for h in _HEADINGS) + r")"

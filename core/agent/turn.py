@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.agent.context import TurnInputs, turn_messages
-from core.agent.framing import unframed
+from core.agent.framing import OUT_OF_STEPS_NOTE, unframed
 from core.agent.gateway import Gateway
 from core.agent.model import ChatReply, Message
 from core.agent.spending import Spending
@@ -38,7 +38,7 @@ NO_MODEL = (
     "I can't answer yet: no model is configured. The operator sets NOD_AGENT_MODEL (and "
     "OPENAI_API_KEY, or OPENAI_BASE_URL for a local server) and restarts Nod."
 )
-OUT_OF_STEPS = "[Nod server] You have used every tool step this turn. Answer now with what you have found."
+OUT_OF_STEPS = OUT_OF_STEPS_NOTE
 EMPTY_ANSWER = "I couldn't put an answer together just now. Could you ask again?"
 CUT_NOTE = "\n\n[My answer was cut off here: it ran past the model's length limit. Ask me to go on.]"
 CUT_EMPTY = "My answer ran past the model's length limit before I could finish it. Could you ask for less at once?"

@@ -89,7 +89,7 @@ async def test_the_step_cap_ends_the_loop_with_a_final_answer_without_tools(tmp_
         await conductor.wait(nod.owner.id)
         calls = server.calls()
         assert len(calls) == 4 and "tools" not in calls[-1]
-        assert "every tool step" in calls[-1]["messages"][-1]["content"]
+        assert "No more tool steps this turn" in calls[-1]["messages"][-1]["content"]
         assert nod.sink.sent == ["Here is what I found."]
         await conductor.close()
 
