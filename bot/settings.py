@@ -78,6 +78,10 @@ class Settings(BaseSettings):
     json_strict: bool = Field(True, validation_alias=_var("NOD_JSON_STRICT"))
     agent_context_tokens: int | None = Field(None, validation_alias=_var("NOD_AGENT_CONTEXT_TOKENS"))
     memory_deadline_s: float = Field(20.0, validation_alias=_var("NOD_MEMORY_DEADLINE_SECONDS"))
+    # each agent step's deadline: a CPU-only local model may need more than two minutes
+    agent_deadline_s: float = Field(120.0, validation_alias=_var("NOD_AGENT_DEADLINE_SECONDS"))
+    # every call's max_tokens times this: below 1 for a slow model that runs away, above 1 for a thinking model
+    max_tokens_scale: float = Field(1.0, validation_alias=_var("NOD_MAX_TOKENS_SCALE"))
     spending_limit_usd: float | None = Field(10.0, validation_alias=_var("NOD_SPENDING_LIMIT_USD"))
     model_prices: Annotated[Prices, NoDecode] = Field((), validation_alias=_var("NOD_MODEL_PRICES"))
     open_signup: bool = Field(False, validation_alias=_var("NOD_OPEN_SIGNUP"))
@@ -130,7 +134,7 @@ class Settings(BaseSettings):
     def _no_limit(cls, value: Any) -> Any:
         return None if isinstance(value, str) and value.lower() == "none" else value
 
-    @field_validator("memory_deadline_s", "spending_limit_usd")
+    @field_validator("memory_deadline_s", "agent_deadline_s", "max_tokens_scale", "spending_limit_usd")
     @classmethod
     def _positive(cls, value: float | None, info: ValidationInfo) -> float | None:
         if value is not None and not value > 0:
@@ -138,11 +142,12 @@ class Settings(BaseSettings):
             raise ValueError(f"{_name(info)} must be a positive number{extra}, not {value!r}.")
         return value
 
-    @field_validator("memory_deadline_s")
+    @field_validator("memory_deadline_s", "agent_deadline_s", "max_tokens_scale")
     @classmethod
     def _finite(cls, value: float, info: ValidationInfo) -> float:
         if not math.isfinite(value):
-            raise ValueError(f"{_name(info)} must be a finite number of seconds, not {value!r}.")
+            unit = " of seconds" if info.field_name.endswith("_s") else ""
+            raise ValueError(f"{_name(info)} must be a finite number{unit}, not {value!r}.")
         return value
 
     @field_validator("log_level")

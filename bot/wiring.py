@@ -69,7 +69,6 @@ from core.storage.usage_store import UsageStore
 from core.tools.read_tools import ReadTools
 from core.voice import AudioSource, Transcriber
 
-AGENT_DEADLINE_S = 120.0
 TRANSCRIBE_DEADLINE_S = 120.0  # ten minutes of audio take Whisper well under a minute
 SMALL_CONTEXT_TOKENS = 32_000  # below this the agent gets the shortened evidence packet
 
@@ -128,7 +127,7 @@ def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
     mode = "json_object" if settings.json_mode == "json_object" else "json_schema"
     agent = None
     if settings.agent_model:
-        client = build_client(settings.openai_base_url, settings.openai_api_key, AGENT_DEADLINE_S)
+        client = build_client(settings.openai_base_url, settings.openai_api_key, settings.agent_deadline_s)
         agent = OpenAIChatModel(client, mode, settings.json_strict)
     memory = None
     if settings.memory_model:
@@ -154,8 +153,8 @@ def _transcriber(settings: Settings) -> Transcriber | None:
 
 def build_gateway(settings: Settings, usage: UsageLedger, clock: Clock, models: tuple[ChatModel | None, ChatModel | None] | None = None) -> Gateway:
     agent, memory = models if models is not None else _models(settings)
-    roles = ModelRoles(settings.agent_model, settings.memory_model, settings.memory_deadline_s, AGENT_DEADLINE_S,
-                       settings.transcribe_model, TRANSCRIBE_DEADLINE_S)
+    roles = ModelRoles(settings.agent_model, settings.memory_model, settings.memory_deadline_s, settings.agent_deadline_s,
+                       settings.transcribe_model, TRANSCRIBE_DEADLINE_S, settings.max_tokens_scale)
     prices = PriceTable.with_overrides({m: (i, o) for m, i, o in settings.model_prices})
     return Gateway(roles, agent, memory, usage, prices, clock, _transcriber(settings))
 

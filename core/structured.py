@@ -5,7 +5,8 @@ does no I/O, so the core may use it). ``strict_schema`` turns it into the JSON S
 server receives, in the form OpenAI's strict structured outputs demand — every property
 required (optional ones nullable), ``additionalProperties: false`` on every object, no
 ``$ref``, ``oneOf``, ``const``, defaults, titles or class docstrings — which the other servers (Ollama,
-vLLM, llama.cpp) also read. Validation is lenient where the server's own rules decide
+vLLM, llama.cpp) also read. A multi-action tool is an object whose only content is ``anyOf`` of such
+strict objects, one per action (``core.agent.tools``). Validation is lenient where the server's own rules decide
 item by item: a model missing an optional field still validates (it has a default), and
 an ``Answer`` drops the malformed items of its item lists (``ITEM_LISTS``), counting them
 in ``dropped``, instead of losing the whole answer to one bad note.
@@ -94,7 +95,8 @@ def strict_problems(schema: Any, where: str = "$") -> list[str]:
     if not isinstance(schema, dict):
         return found
     found += [f"{where}: {key} is not allowed" for key in FORBIDDEN_KEYWORDS & set(schema)]
-    if schema.get("type") == "object" or "properties" in schema:
+    one_per_action = "anyOf" in schema and "properties" not in schema  # a multi-action tool: each branch is checked
+    if (schema.get("type") == "object" or "properties" in schema) and not one_per_action:
         if schema.get("additionalProperties") is not False:
             found.append(f"{where}: additionalProperties must be false")
         if sorted(schema.get("required", [])) != sorted(schema.get("properties", {})):

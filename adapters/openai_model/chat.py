@@ -5,9 +5,17 @@ OpenAI-compatible server implements them (OpenAI, Ollama, vLLM, llama.cpp). What
 between them is handled here, from their own sources and issue trackers:
 
 - Structured output is ``json_schema`` with ``strict: true`` (``NOD_JSON_STRICT``; Ollama
-  and llama.cpp ignore it). A server without json_schema gets ``json_object``, the schema
-  added to the one leading system message — a second system message breaks Qwen 3.5 and
-  Mistral templates ("System message must be at the beginning.").
+  and llama.cpp ignore it). A server without json_schema (llama-cpp-python: "Input should
+  be 'text' or 'json_object'") gets ``json_object`` with the schema beside it — the form
+  llama-cpp-python and llama-server turn into a grammar, and others ignore — and the schema
+  added to the one leading system message (a second system message breaks Qwen 3.5 and
+  Mistral templates: "System message must be at the beginning."). ``NOD_JSON_MODE`` picks
+  it, or the server's first refusal of json_schema teaches it, per model.
+- Every message has string content (llama-cpp-python answers 500 to ``"content": null``),
+  ``tool_choice: "auto"`` goes with the tools (without it llama-cpp-python's function-calling
+  format leaves them out of the prompt), and every call carries its budget as ``max_tokens``
+  — or ``max_completion_tokens``, with room for hidden reasoning, for a model that refuses
+  the first ("Use 'max_completion_tokens' instead": OpenAI's reasoning models), learnt once.
 - A thinking model's reasoning (``reasoning_content`` or ``reasoning``, read from the
   SDK's extra fields) rides along on the reply so the turn can send it back; a
   ``<think>…</think>`` block a server left in the content is cut off.
@@ -19,10 +27,14 @@ between them is handled here, from their own sources and issue trackers:
   value is supported") is asked again without it, and remembered.
 
 The SDK's own retries (connection errors, 408, 409, 429 and 5xx, with backoff and
-``Retry-After``) are kept: a completion changes nothing on the server. Everything the SDK
-raises becomes a ``core.errors.ModelError``; its status and a short form of the server's
-own message are logged — that sentence is what an operator needs ("auto tool choice
-requires --enable-auto-tool-choice") — unless it looks like it quotes a secret.
+``Retry-After``) are kept: a completion changes nothing on the server — except for a
+request the server refused as invalid, which would be refused again (``transport.py``
+marks it, also when llama-cpp-python says so with a 500, and reads at most 1 MiB of any
+answer). Everything the SDK raises becomes a ``core.errors.ModelError``; its status and a
+short form of the server's own message are logged — that sentence is what an operator needs
+("auto tool choice requires --enable-auto-tool-choice", "response_format.type: Input should
+be 'text' or 'json_object'") — without what it quotes of the request, and withheld when it
+looks like it quotes a secret.
 """
 
 from __future__ import annotations
@@ -30,19 +42,22 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import openai
 from openai import AsyncOpenAI
 
-from core.agent.model import ChatReply, ChatRequest, Reasoning, ToolCall
-from core.errors import ModelError, ModelRefused, ModelTimeout, ModelUnavailable, UnreadableAnswer
+from adapters.openai_model.transport import INVALID_REQUEST, BoundedTransport
+from core.agent.budgets import REASONING_ALLOWANCE
+from core.agent.model import ChatReply, ChatRequest, Message, Reasoning, ToolCall
+from core.errors import AnswerCut, ModelError, ModelRefused, ModelTimeout, ModelUnavailable, UnreadableAnswer
 from core.secrets import find_secret
 
 log = logging.getLogger("nod.openai")
 JsonMode = Literal["json_schema", "json_object"]
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
-_SHORT = 200
+_SHORT = 300
 
 
 def _tools(request: ChatRequest) -> list[dict[str, Any]]:
@@ -52,7 +67,37 @@ def _tools(request: ChatRequest) -> list[dict[str, Any]]:
             for t in request.tools]
 
 
-_QUOTED = re.compile(r"""'[^']*'|"[^"]*"|`[^`]*`""")
+def _stringed(message: Message) -> dict[str, Any]:
+    """The message with string content: llama-cpp-python refuses ``null`` (an assistant's tool-call message)."""
+    out = dict(message)
+    if not isinstance(out.get("content"), str):
+        out["content"] = "" if out.get("content") is None else json.dumps(out["content"], ensure_ascii=False)
+    return out
+
+
+_QUOTED = re.compile(r"""(?<!\w)'[^']*'(?!\w)|"[^"]*"|`[^`]*`""")  # an apostrophe (model's) opens no quote
+_NAME = re.compile(r"^['\"`][A-Za-z_][\w.\-/]{0,38}['\"`]$")
+_INPUT_VALUE = re.compile(r"input_value=.*?(?=, input_type=|\]|$)")
+_WORD = re.compile(r"\w+")
+
+
+_VALIDATION_ITEM = re.compile(r"""'loc': \(([^)]*)\), 'msg': (?:"([^"]*)"|'([^']*)')""")
+
+
+def _validation_summary(text: str) -> str | None:
+    """FastAPI's and pydantic's list of errors (llama-cpp-python's 500, vLLM's 400) as "where: what" sentences,
+    e.g. "body.response_format.type: Input should be 'text' or 'json_object'"; None when it is not one. Pydantic
+    reports every branch of a union; a branch whose ``role`` did not match is not the one meant, so it is left out."""
+    items = []
+    for loc, double, single in _VALIDATION_ITEM.findall(text):
+        parts = tuple(part.strip().strip("'\"") for part in loc.split(",") if part.strip())
+        items.append((parts, double or single))
+    if not items:
+        return None
+    other_branches = {parts[:-1] for parts, said in items if parts[-1] == "role" and said.startswith("Input should be")}
+    meant = [(p, said) for p, said in items if not any(p[:len(b)] == b for b in other_branches)] or items
+    head = text.split(":", 1)[0] if "validation error" in text.split(":", 1)[0] else f"{len(items)} validation error(s)"
+    return f"{head}: " + "; ".join(f"{'.'.join(p)}: {said}" for p, said in meant)
 
 
 def _raw_message(exc: openai.APIStatusError) -> str:
@@ -60,22 +105,66 @@ def _raw_message(exc: openai.APIStatusError) -> str:
     message = body.get("message") if isinstance(body, dict) else None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         message = body["error"].get("message")
-    return " ".join(str(message or exc.message or "").split())
+    if message is None and isinstance(body, dict) and isinstance(body.get("detail"), list):  # FastAPI's own 422
+        message = "; ".join(f"{'.'.join(str(p) for p in d.get('loc', ()))}: {d.get('msg', '')}"
+                            for d in body["detail"] if isinstance(d, dict))
+    text = " ".join(str(message or exc.message or "").split())
+    return _validation_summary(text) or text
 
 
-def _unquoted(text: str) -> str:
-    """Quoted words kept when they are one name (`reasoning_content`, 'temperature'), anything
-    longer dropped, and nothing from the first bracket on: servers quote the request in their
-    errors (vLLM's 400s repeat the messages), and the request holds the owner's words."""
-    head = re.split(r"[{\[]", text, maxsplit=1)[0]
-    return _QUOTED.sub(lambda m: m.group() if len(m.group()) <= 40 and " " not in m.group() else "…", head)
+def _said_words(messages: Sequence[Message]) -> set[tuple[str, ...]]:
+    """Every run of three words of the conversation's messages (not Nod's system prompt)."""
+    runs: set[tuple[str, ...]] = set()
+    for message in messages:
+        if message.get("role") == "system" or not isinstance(message.get("content"), str):
+            continue
+        found = [w.lower() for w in _WORD.findall(message["content"])]
+        runs.update(tuple(found[i:i + 3]) for i in range(len(found) - 2))
+    return runs
 
 
-def server_message(exc: openai.APIStatusError) -> str:
-    """The server's own words about an error, short and without what they quote of the request;
-    nothing when they look like they hold a secret."""
-    text = _unquoted(_raw_message(exc))[:_SHORT].strip()
-    return "" if find_secret(text) else text
+def _without_said(text: str, said: set[tuple[str, ...]]) -> str:
+    """``text`` with every run of three or more words that the conversation holds replaced by "…"."""
+    spans = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
+    hidden = [False] * len(spans)
+    for i in range(len(spans) - 2):
+        if tuple(w for _, _, w in spans[i:i + 3]) in said:
+            hidden[i:i + 3] = [True] * 3
+    out, last, n = [], 0, 0
+    while n < len(spans):
+        if not hidden[n]:
+            n += 1
+            continue
+        start = spans[n][0]
+        while n < len(spans) and hidden[n]:
+            n += 1
+        out += [text[last:start], "…"]
+        last = spans[n - 1][1]
+    return "".join(out) + text[last:]
+
+
+def _unquoted(text: str, messages: Sequence[Message] = ()) -> str:
+    """The server's words without what they quote of the request: servers repeat it in their
+    errors (vLLM's 400s the messages; pydantic's ``input_value=…``), and the request holds the
+    owner's words. A quoted name (`reasoning_content`, 'temperature') stays; any other quoted
+    text, any input value and any run of three words of the conversation becomes "…"; the
+    brackets of the server's own structure ("[type=literal_error]") stay."""
+    text = _INPUT_VALUE.sub("input_value=…", text)
+    text = _QUOTED.sub(lambda m: m.group() if _NAME.match(m.group()) else "…", text)
+    return _without_said(text, _said_words(messages)) if messages else text
+
+
+def server_message(exc: openai.APIStatusError, messages: Sequence[Message] = ()) -> str:
+    """The server's own words about an error, a few hundred characters, without what they quote of
+    the request; nothing when they look like they hold a secret."""
+    text = _unquoted(_raw_message(exc), messages)
+    if len(text) > _SHORT:
+        text = text[:_SHORT - 1].rstrip() + "…"
+    return "" if find_secret(text) else text.strip()
+
+
+def _refused_as_invalid(exc: openai.APIStatusError) -> bool:
+    return exc.response is not None and exc.response.headers.get(INVALID_REQUEST) == "1"
 
 
 def model_error(exc: openai.OpenAIError) -> ModelError:
@@ -86,6 +175,8 @@ def model_error(exc: openai.OpenAIError) -> ModelError:
         return ModelUnavailable("The model server could not be reached.")
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
+        if _refused_as_invalid(exc):
+            return ModelRefused(f"The model server refused the request (HTTP {code}).")
         if code in (408, 409, 429) or code >= 500:
             return ModelUnavailable(f"The model server is busy or failing (HTTP {code}).")
         return ModelRefused(f"The model server refused the request (HTTP {code}).")
@@ -109,23 +200,41 @@ def _estimate(request: ChatRequest, text: str) -> tuple[int, int]:
     return sent // 4 + 1, len(text) // 4 + 1
 
 
+def _refusal_text(exc: openai.APIStatusError) -> str:
+    """What a refusal says, lowercased, for learning what the server does not take."""
+    return _raw_message(exc).lower()
+
+
 class OpenAIChatModel:
+    """One server's client, and what it has learnt about each model on it (a refused parameter is not sent again)."""
+
     def __init__(self, client: AsyncOpenAI, json_mode: JsonMode = "json_schema", strict: bool = True) -> None:
         self._client = client
         self._json_mode = json_mode
         self._strict = strict
         self._no_temperature: set[str] = set()  # models that refused one
+        self._json_object: set[str] = set()  # models whose server refused json_schema
+        self._completion_tokens: set[str] = set()  # models that want max_completion_tokens
+
+    def json_mode(self, model: str) -> JsonMode:
+        return "json_object" if model in self._json_object else self._json_mode
 
     def _arguments(self, request: ChatRequest) -> dict[str, Any]:
-        messages = [dict(m) for m in request.messages]
+        messages = [_stringed(m) for m in request.messages]
         arguments: dict[str, Any] = {"model": request.model, "messages": messages}
         if request.tools:
             arguments["tools"] = _tools(request)
+            arguments["tool_choice"] = "auto"  # llama-cpp-python leaves the tools out of the prompt without it
         if request.temperature is not None and request.model not in self._no_temperature:
             arguments["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            if request.model in self._completion_tokens:
+                arguments["max_completion_tokens"] = request.max_tokens + REASONING_ALLOWANCE
+            else:
+                arguments["max_tokens"] = request.max_tokens
         if request.schema is None:
             return arguments
-        if self._json_mode == "json_schema":
+        if self.json_mode(request.model) == "json_schema":
             schema: dict[str, Any] = {"name": request.schema.name, "schema": dict(request.schema.schema)}
             if self._strict:
                 schema["strict"] = True
@@ -137,29 +246,53 @@ class OpenAIChatModel:
             messages[0] = {**messages[0], "content": f"{messages[0].get('content') or ''}\n\n{hint}"}
         else:
             messages.insert(0, {"role": "system", "content": hint})
-        arguments["response_format"] = {"type": "json_object"}
+        # llama-cpp-python and llama-server make a grammar of ``schema``; other servers ignore the key
+        arguments["response_format"] = {"type": "json_object", "schema": dict(request.schema.schema)}
         return arguments
 
     async def complete(self, request: ChatRequest) -> ChatReply:
-        arguments = self._arguments(request)
         try:
-            response = await self._create(request, arguments)
+            response = await self._create(request)
         except openai.OpenAIError as exc:
             self._log_failure(request, exc)
             raise model_error(exc) from exc
-        if not response.choices:
+        if isinstance(response, str):  # the transport cut the body (x-nod-body-cut), so the SDK left it unparsed
+            log.warning("model_answer_too_large model=%s bytes=%s", request.model, len(response.encode()))
+            raise AnswerCut("The model server's answer was larger than Nod reads; it was cut off.")
+        if not getattr(response, "choices", None):
             raise UnreadableAnswer("The model server answered with no choices.")
         return self._reply(request, response, response.choices[0])
 
-    async def _create(self, request: ChatRequest, arguments: dict[str, Any]) -> Any:
-        try:
-            return await self._client.chat.completions.create(**arguments)
-        except openai.BadRequestError as exc:
-            if "temperature" in arguments and "temperature" in _raw_message(exc).lower():
-                log.info("model_rejects_temperature model=%s; asking without it from now on", request.model)
-                self._no_temperature.add(request.model)
-                return await self._client.chat.completions.create(**{k: v for k, v in arguments.items() if k != "temperature"})
-            raise
+    async def _create(self, request: ChatRequest) -> Any:
+        """The call, asked again (at most once per lesson) after a refusal that taught what this model does not take."""
+        for _ in range(4):
+            arguments = self._arguments(request)
+            try:
+                return await self._client.chat.completions.create(**arguments)
+            except openai.APIStatusError as exc:
+                if not self._learnt(request.model, arguments, exc):
+                    raise
+        raise ModelRefused("The model server kept refusing the request.")
+
+    def _learnt(self, model: str, arguments: dict[str, Any], exc: openai.APIStatusError) -> bool:
+        """Whether the refusal named something this model does not take, now remembered."""
+        if not (isinstance(exc, openai.BadRequestError) or exc.status_code == 422 or _refused_as_invalid(exc)):
+            return False
+        said = _refusal_text(exc)
+        if "temperature" in arguments and "temperature" in said:
+            log.info("model_rejects_temperature model=%s; asking without it from now on", model)
+            self._no_temperature.add(model)
+            return True
+        if "max_tokens" in arguments and "max_completion_tokens" in said:
+            log.info("model_wants_max_completion_tokens model=%s; sending that from now on", model)
+            self._completion_tokens.add(model)
+            return True
+        response_format = arguments.get("response_format") or {}
+        if response_format.get("type") == "json_schema" and any(w in said for w in ("response_format", "json_schema")):
+            log.info("model_rejects_json_schema model=%s; asking json_object with the schema from now on", model)
+            self._json_object.add(model)
+            return True
+        return False
 
     def _reply(self, request: ChatRequest, response: Any, choice: Any) -> ChatReply:
         message = choice.message
@@ -184,7 +317,7 @@ class OpenAIChatModel:
     def _log_failure(self, request: ChatRequest, exc: openai.OpenAIError) -> None:
         if isinstance(exc, openai.APIStatusError):
             log.warning("model_call_failed model=%s status=%s message=%r", request.model, exc.status_code,
-                        server_message(exc))
+                        server_message(exc, request.messages))
         else:
             log.warning("model_call_failed model=%s error=%s", request.model, type(exc).__name__)
 
@@ -193,5 +326,7 @@ class OpenAIChatModel:
 
 
 def build_client(base_url: str | None, api_key: str | None, timeout_s: float) -> AsyncOpenAI:
-    """The SDK client; a local server without a key gets a placeholder the SDK insists on."""
-    return AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=2)
+    """The SDK client over the bounded transport; a local server without a key gets a placeholder the SDK insists on."""
+    http = openai.DefaultAsyncHttpxClient(transport=BoundedTransport(), timeout=timeout_s)
+    return AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout_s, max_retries=2,
+                       http_client=http)

@@ -6,8 +6,10 @@ what changes every turn: the tools (sent first by the server), one system messag
 instructions, the owner context (every saved note, then the learned skills, by name) and
 the task guides — then the recent conversation, whose window starts at an anchor that
 moves in blocks (``core.agent.window``), and only then, in the final user message, a
-labelled block of what is new this turn — the date and time in the owner's zone, related
-older messages, the evidence packet — followed by the request itself.
+block of what is new this turn, labelled as the server's in plain words (``core.agent.framing``:
+a small model copies bracketed tags into its answer) — the date and time in the owner's
+zone, related older messages with their ids, the evidence packet — followed by the request
+itself, as the owner wrote it.
 
 It is exactly one system message, and it leads: Qwen 3.5 and Mistral chat templates
 refuse any other ("System message must be at the beginning."). Consecutive messages of
@@ -24,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.agent.framing import CONTEXT_CLOSE, CONTEXT_OPEN, EVIDENCE_HEADING, MEMORY_HEADING, RELATED_HEADING
 from core.agent.model import Message
 from core.message import Role, StoredMessage
 from core.owner import Owner
@@ -33,7 +36,7 @@ RECENT_CHARS = 40_000
 
 INSTRUCTIONS = """You are Nod, {name}'s personal assistant, talking with {name} in a chat.
 
-Memory. The owner context below lists every note you have saved about {name}, in full. \
+Memory. Your memory of the owner, below, lists every note you have saved about {name}, in full. \
 Notes marked (tentative) were mentioned once: treat them as likely, not certain. Use \
 memory_read for a note's sources and memory_find to look notes up by words. For anything \
 said in conversation that is not a note, search with history_search; read a whole message \
@@ -47,7 +50,7 @@ To forget a note use action memory_forget with its path; to stop, resume or clea
 use memory_control with the command and {name}'s complete current message as quote. When \
 a tool answers that you must ask first, ask {name} and do nothing else.
 
-Skills. The owner context lists your learned skills (procedures you wrote after earlier \
+Skills. Your memory also lists your learned skills (procedures you wrote after earlier \
 tasks) and the built-in task guides. Before a flow one of them covers, read it with the \
 skills tool. After a task that took several steps, needed a workaround or was corrected, \
 and that no skill covers, save one; patch a skill you followed that was wrong or out of \
@@ -76,8 +79,6 @@ class TurnInputs:
     packet: str | None = None
 
 
-CONTEXT_OPEN = "[Nod server: context for this request, not the owner's words]"
-CONTEXT_CLOSE = "[end of context; the owner's message follows]"
 
 
 def _stamp(message: StoredMessage, owner: Owner) -> str:
@@ -104,7 +105,7 @@ def system_message(inputs: TurnInputs) -> Message:
     """The one system message: the same bytes every turn while the memory does not change."""
     parts = [
         INSTRUCTIONS.format(name=inputs.owner.name),
-        "Owner context:\n" + inputs.owner_context,
+        f"{MEMORY_HEADING}\n" + inputs.owner_context,
         "Task guides (read them with the skills tool):\n" + "\n".join(guide_lines()),
     ]
     return {"role": "system", "content": "\n\n".join(parts)}
@@ -112,7 +113,7 @@ def system_message(inputs: TurnInputs) -> Message:
 
 def _said(message: StoredMessage) -> Message:
     if message.role is Role.OWNER:
-        return {"role": "user", "content": f"[{message.id}] {_as_seen(message)}"}
+        return {"role": "user", "content": _as_seen(message)}
     return {"role": "assistant", "content": message.text}
 
 
@@ -137,10 +138,10 @@ def turn_context_block(inputs: TurnInputs) -> str:
     local = inputs.now.astimezone(owner.zone)
     parts = [CONTEXT_OPEN, f"Now: {local.strftime('%A %Y-%m-%d %H:%M')} ({owner.time_zone})."]
     if inputs.related:
-        lines = [f"- [{m.id}, {_stamp(m, owner)}] {m.text}" for m in inputs.related]
-        parts.append("Older messages from the owner that share words with the request:\n" + "\n".join(lines))
+        lines = [f"- message {m.id}, {_stamp(m, owner)}: {m.text}" for m in inputs.related]
+        parts.append(f"{RELATED_HEADING}\n" + "\n".join(lines))
     if inputs.packet:
-        parts.append("Evidence selected for this request:\n" + inputs.packet)
+        parts.append(f"{EVIDENCE_HEADING}\n" + inputs.packet)
     parts.append(CONTEXT_CLOSE)
     return "\n\n".join(parts)
 
@@ -159,5 +160,5 @@ def merged(messages: Sequence[Message]) -> list[Message]:
 def turn_messages(inputs: TurnInputs) -> list[Message]:
     """The whole prompt: the system message, the recent window, then this turn's context and request."""
     request = inputs.request
-    final: Message = {"role": "user", "content": f"{turn_context_block(inputs)}\n\n[{request.id}] {_as_seen(request)}"}
+    final: Message = {"role": "user", "content": f"{turn_context_block(inputs)}\n\n{_as_seen(request)}"}
     return merged([system_message(inputs), *_recent(inputs), final])

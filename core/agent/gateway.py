@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from core.agent.budgets import AGENT_MAX_TOKENS, memory_max_tokens, scaled
 from core.agent.model import ChatModel, ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
 from core.agent.slots import waiting_elsewhere
 from core.agent.usage import PriceTable, UsageLedger, UsageRecord
@@ -52,6 +53,7 @@ class ModelRoles:
     agent_deadline_s: float = 120.0
     transcribe_model: str | None = None
     transcribe_deadline_s: float = 120.0
+    max_tokens_scale: float = 1.0  # NOD_MAX_TOKENS_SCALE: every purpose's budget times this
 
 
 def _outcome(error: BaseException) -> str:
@@ -127,7 +129,7 @@ class Gateway:
     async def agent_step(self, owner_id: int, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ChatReply:
         if self._agent is None:
             raise ConfigError("No agent model is configured (NOD_AGENT_MODEL).")
-        request = ChatRequest(str(self.roles.agent_model), messages, tools)
+        request = ChatRequest(str(self.roles.agent_model), messages, tools, max_tokens=scaled(AGENT_MAX_TOKENS, self.roles.max_tokens_scale))
         return await self._call(owner_id, AGENT, self._agent, request, self.roles.agent_deadline_s, _as_is)
 
     async def ask(self, owner_id: int, answer: type[A], messages: Sequence[Message]) -> A:
@@ -136,7 +138,7 @@ class Gateway:
             raise ConfigError("No memory model is configured (NOD_MEMORY_MODEL).")
         purpose = answer.purpose
         request = ChatRequest(str(self.roles.memory_model), messages, schema=JsonSchema(purpose, strict_schema(answer)),
-                              temperature=MEMORY_TEMPERATURE)
+                              temperature=MEMORY_TEMPERATURE, max_tokens=memory_max_tokens(purpose, self.roles.max_tokens_scale))
         return await self._call(owner_id, purpose, self._memory, request, self.roles.memory_deadline_s,
                                 lambda reply: _read(answer, reply, owner_id))
 

@@ -82,6 +82,7 @@ class ChatRequest:
     tools: Sequence[ToolSpec] = ()
     schema: JsonSchema | None = None
     temperature: float | None = None  # None: the server's default; memory calls ask for a low one
+    max_tokens: int | None = None  # the answer's budget, sized for its purpose (core.agent.budgets)
 
 
 class ChatModel(Protocol):

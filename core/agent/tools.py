@@ -29,7 +29,7 @@ from core.agent.turn_context import TurnContext
 from core.clock import Clock, SystemClock
 from core.errors import NodError
 from core.replies import MAX_CHOICE_CHARS, MAX_CHOICES
-from core.schedules.tool import SchedulesArguments
+from core.schedules.tool import ScheduleCancelAction, ScheduleCreateAction, ScheduleListAction, SchedulesArguments
 from core.structured import Arguments, parse_arguments, strict_schema
 from core.tools.read_tools import READ_TOOL_NAMES, READ_TOOLS, ReadTools
 
@@ -80,6 +80,8 @@ class SkillBook(Protocol):
 
 
 class ManagePersonalContextArguments(Arguments):
+    """What the handler accepts (and validates); the model is shown one strict object per action instead."""
+
     action: Literal["memory_learn", "memory_forget", "memory_control"]
     message_ids: list[int] | None = Field(None, description="memory_learn: older owner messages holding the fact.")
     path: str | None = Field(None, description="memory_forget: the note's area/slug.")
@@ -87,7 +89,25 @@ class ManagePersonalContextArguments(Arguments):
     command: Literal["stop", "resume", "clear"] | None = None
 
 
+class MemoryLearnAction(Arguments):
+    action: Literal["memory_learn"]
+    message_ids: list[int] | None = Field(None, description="Older owner messages holding the fact; null: the current one.")
+
+
+class MemoryForgetAction(Arguments):
+    action: Literal["memory_forget"]
+    path: str = Field(description="The note's area/slug.")
+
+
+class MemoryControlAction(Arguments):
+    action: Literal["memory_control"]
+    command: Literal["stop", "resume", "clear"]
+    quote: str = Field(description="The owner's complete current message.")
+
+
 class SkillsArguments(Arguments):
+    """What the handler accepts (and validates); the model is shown one strict object per action instead."""
+
     action: Literal["read", "save", "patch"]
     name: str = Field(description="The skill's name: lowercase words joined by dashes, one site, app or flow.")
     description: str | None = Field(None, description="save/patch: one line, what flow it covers.")
@@ -101,36 +121,71 @@ class ScheduleBook(Protocol):
     async def handle(self, ctx: TurnContext, args: SchedulesArguments, now: datetime) -> dict[str, Any]: ...
 
 
+class SkillReadAction(Arguments):
+    action: Literal["read"]
+    name: str
+
+
+_SKILL_NAME = "Lowercase words joined by dashes: one site, app or flow."
+_SKILL_DESCRIPTION = "One line: what flow it covers."
+_SKILL_BODY = "The steps, gotchas and how they were passed, what to verify, what didn't work."
+
+
+class SkillSaveAction(Arguments):
+    action: Literal["save"]
+    name: str = Field(description=_SKILL_NAME)
+    description: str = Field(description=_SKILL_DESCRIPTION)
+    body: str = Field(description=_SKILL_BODY)
+
+
+class SkillPatchAction(Arguments):
+    action: Literal["patch"]
+    name: str
+    description: str
+    body: str
+
+
 class OfferChoicesArguments(Arguments):
     choices: list[str]
 
 
 @dataclass(frozen=True)
 class Tool:
+    """A tool: ``arguments`` validates a call; ``actions``, for a multi-action tool, are what the model is shown —
+    one strict object per action (``anyOf``, DESIGN.md), so it is never asked to fill a field its action does not use
+    (a small model given one flat object with every field required invents a value for each)."""
+
     name: str
     description: str
     arguments: type[Arguments]
+    actions: tuple[type[Arguments], ...] = ()
+
+    def parameters(self) -> dict[str, Any]:
+        if not self.actions:
+            return strict_schema(self.arguments)
+        return {"type": "object", "anyOf": [strict_schema(action) for action in self.actions]}
 
 
 TOOLS: tuple[Tool, ...] = (
     *(Tool(read.name, read.description, read.arguments) for read in READ_TOOLS),
     Tool("manage_personal_context", "Save or forget the owner's notes, or stop/resume/clear memory. "
-         "memory_learn: the server writes notes from the owner's own messages (name older ones by "
-         "message_ids); memory_forget: path; memory_control: command and the owner's message quoted. "
-         "Saves are silent: never announce them.", ManagePersonalContextArguments),
+         "memory_learn: the server writes notes from the owner's own messages. "
+         "Saves are silent: never announce them.", ManagePersonalContextArguments,
+         (MemoryLearnAction, MemoryForgetAction, MemoryControlAction)),
     Tool("skills", "Learned skills and task guides. read: a skill's or guide's steps, before following a flow it "
          "covers. save: after a task that took several steps, needed a workaround or was corrected, when no skill "
          "covers it. patch: when a skill you followed was wrong or out of date. Saves are quiet: never mention them.",
-         SkillsArguments),
+         SkillsArguments, (SkillReadAction, SkillSaveAction, SkillPatchAction)),
     Tool("schedules", "Reminders and scheduled tasks: the only way you can do anything at a later time. create: "
          "kind reminder (text sent as written) or task (you run the text then), at (local time), optional repeat "
          "(RRULE); confirm the time it returns in your reply. list: what is coming. cancel: by id. Only when the "
-         "owner's own message asks.", SchedulesArguments),
+         "owner's own message asks.", SchedulesArguments,
+         (ScheduleCreateAction, ScheduleListAction, ScheduleCancelAction)),
     Tool("offer_choices", f"Show up to {MAX_CHOICES} short choices (each up to {MAX_CHOICE_CHARS} characters) "
          "as buttons under your reply; the owner's tap arrives as their next message. Write the reply "
          "as usual: it must make sense without the buttons.", OfferChoicesArguments),
 )
-TOOL_SPECS: tuple[ToolSpec, ...] = tuple(ToolSpec(t.name, t.description, strict_schema(t.arguments)) for t in TOOLS)
+TOOL_SPECS: tuple[ToolSpec, ...] = tuple(ToolSpec(t.name, t.description, t.parameters()) for t in TOOLS)
 TOOL_NAMES = tuple(t.name for t in TOOLS)
 READS = READ_TOOL_NAMES
 _BY_NAME = {t.name: t for t in TOOLS}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.agent.context import TurnInputs, turn_messages
+from core.agent.framing import OUT_OF_STEPS_NOTE, unframed
 from core.agent.gateway import Gateway
 from core.agent.model import ChatReply, Message
 from core.agent.spending import Spending
@@ -24,7 +25,7 @@ from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnTools, offered_choices
 from core.agent.turn_context import TurnContext, TurnOrigin
 from core.agent.window import RecentWindow
 from core.clock import Clock
-from core.errors import ModelDeclined, ModelError, ModelRefused, ModelTimeout
+from core.errors import AnswerCut, ModelDeclined, ModelError, ModelRefused, ModelTimeout
 from core.memory.render import render_index
 from core.message import StoredMessage
 from core.ports import Conversation, MemoryRepository, Messages, Owners
@@ -37,7 +38,7 @@ NO_MODEL = (
     "I can't answer yet: no model is configured. The operator sets NOD_AGENT_MODEL (and "
     "OPENAI_API_KEY, or OPENAI_BASE_URL for a local server) and restarts Nod."
 )
-OUT_OF_STEPS = "[Nod server] You have used every tool step this turn. Answer now with what you have found."
+OUT_OF_STEPS = OUT_OF_STEPS_NOTE
 EMPTY_ANSWER = "I couldn't put an answer together just now. Could you ask again?"
 CUT_NOTE = "\n\n[My answer was cut off here: it ran past the model's length limit. Ask me to go on.]"
 CUT_EMPTY = "My answer ran past the model's length limit before I could finish it. Could you ask for less at once?"
@@ -128,7 +129,7 @@ def _replayable(arguments: str) -> str:
 def _assistant_calls(reply: ChatReply) -> Message:
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": reply.text or None,
+        "content": reply.text,  # a string even when empty: llama-cpp-python answers 500 to null
         "tool_calls": [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _replayable(c.arguments)}}
             for c in reply.tool_calls
@@ -140,11 +141,15 @@ def _assistant_calls(reply: ChatReply) -> Message:
 
 
 def _final_text(reply: ChatReply, owner_id: int) -> str:
-    """The answer's text; one cut off at the length limit says so instead of passing for whole."""
+    """The answer's text without any of the prompt's framing it copied; one cut off at the length limit
+    says so instead of passing for whole."""
+    text = unframed(reply.text)
+    if text != reply.text.strip():
+        log.info("turn_answer_unframed owner=%s chars_removed=%s", owner_id, len(reply.text.strip()) - len(text))
     if not reply.cut_off:
-        return reply.text
+        return text
     log.warning("turn_answer_cut owner=%s chars=%s", owner_id, len(reply.text))
-    return reply.text.rstrip() + CUT_NOTE if reply.text.strip() else ""
+    return text + CUT_NOTE if text else ""
 
 
 async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> TurnInputs:
@@ -191,7 +196,7 @@ async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> 
         reply, steps, reads = await _loop(deps, ctx, messages)
     except ModelError as exc:
         log.warning("turn_model_failed owner=%s error=%s", ctx.owner.id, type(exc).__name__)
-        return TurnOutcome(model_failure_sentence(exc), notice=True)
+        return TurnOutcome(CUT_EMPTY if isinstance(exc, AnswerCut) else model_failure_sentence(exc), notice=True)
     draft = _final_text(reply, ctx.owner.id)
     if not draft.strip():
         return TurnOutcome(CUT_EMPTY if reply.cut_off else EMPTY_ANSWER, steps, tuple(reads), notice=True)

@@ -19,9 +19,12 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
+from pydantic.json_schema import SkipJsonSchema
 
 from core.agent.gateway import Gateway
 from core.agent.turn_context import TurnContext, TurnOrigin
@@ -42,14 +45,44 @@ MAX_MESSAGES = 100
 MAX_INPUT_CHARS = 256_000
 
 
+DAY: JsonDict = {"format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"}  # servers that make a grammar of the schema keep to it
+
+
+def _day_or_none(value: Any) -> Any:
+    """A date the model wrote, or None: a place ("Lisbon"), a zone or a malformed date drops that bound only."""
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value).isoformat() if isinstance(value, str) and len(value) == 10 else None
+    except ValueError:
+        return None
+
+
 class EvidenceSearch(BaseModel):
-    """One search of the conversation; ``from``/``to`` (dates in the owner's zone) bound it
-    when the request names a time ("last weekend" → two dates), else null."""
+    """One search of the conversation; ``from``/``to`` (dates in the owner's zone, YYYY-MM-DD) bound it
+    when the request names a time ("last weekend" → two dates), else null. A bound that is not a
+    date is dropped alone (logged), so the search still runs."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True, populate_by_name=True)
     query: str
-    start: str | None = Field(None, alias="from")
-    end: str | None = Field(None, alias="to")
+    start: str | None = Field(None, alias="from", json_schema_extra=DAY)
+    end: str | None = Field(None, alias="to", json_schema_extra=DAY)
+    bad_dates: SkipJsonSchema[int] = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dates_or_none(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        bad = 0
+        for key in ("from", "to", "start", "end"):
+            if key in data:
+                day = _day_or_none(data[key])
+                bad += day is None and data[key] is not None
+                data[key] = day
+        data["bad_dates"] = bad
+        return data
 
 
 class EvidenceChoice(Answer):
@@ -74,7 +107,8 @@ saved notes, list the note paths that bear on it (connect indirect questions to 
 and possessions), up to five short searches of the conversation (related concepts, names of
 sources; resolve words like "it" or "there" from the recent conversation), each with the
 dates it covers as from/to (YYYY-MM-DD, inclusive) when the request names a time such as
-"last weekend", else null, and whether the request asks for totals or comparisons."""
+"last weekend", else null (only a date: never a place or a time zone), and whether the
+request asks for totals or comparisons."""
 RECENT_FOR_SELECTION = 6  # earlier messages shown to the first call, to resolve "and when is it?"
 RANK = """Rank the records for the owner's request: list the note paths and message ids that are
 evidence for the answer, most useful first. Leave out what does not bear on it."""
@@ -115,6 +149,9 @@ class Selector:
         if not ctx.may_spend:
             return None
         doc = ctx.document
+        if not doc.entries and not await self._older_messages(ctx, request):
+            log.info("evidence_selection_skipped owner=%s reason=nothing_to_select", ctx.owner.id)  # no model call, no usage
+            return None
         try:
             chosen = await self._gateway.ask(ctx.owner.id, EvidenceChoice, [
                 {"role": "system", "content": SELECT},
@@ -130,6 +167,12 @@ class Selector:
         paths, ids = await self._rank(ctx, request, doc, paths, found)
         state.packet = await self._build(ctx, doc, paths, [found[i] for i in ids], chosen.totals, left_out)
         return state.packet
+
+    async def _older_messages(self, ctx: TurnContext, request: StoredMessage) -> bool:
+        """Whether the thread holds any message besides the request: without one and without notes there is
+        nothing to select, and on a slow local server the call would cost most of the turn."""
+        tail = await self._messages.thread_tail(ctx.thread_id, 2)
+        return any(m.id != request.id for m in tail)
 
     async def _selection_input(self, ctx: TurnContext, request: StoredMessage) -> dict[str, Any]:
         zone = ctx.owner.zone
@@ -147,6 +190,8 @@ class Selector:
         found: dict[int, dict[str, Any]] = {}
         left_out = 0
         for search in [s for s in searches if s.query.strip()][:MAX_SEARCHES]:
+            if search.bad_dates:
+                log.info("evidence_search_dates_dropped owner=%s dropped=%s", ctx.owner.id, search.bad_dates)
             args: dict[str, Any] = {"query": search.query, "limit": 20}
             args.update({k: v for k, v in (("from", search.start), ("to", search.end)) if v})
             for _ in range(MAX_PAGES):

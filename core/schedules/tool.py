@@ -61,6 +61,25 @@ class SchedulesArguments(Arguments):
     id: int | None = Field(None, description="cancel: the schedule's id, from list.")
 
 
+class ScheduleCreateAction(Arguments):
+    """What the model is shown for create (one strict object per action, DESIGN.md)."""
+
+    action: Literal["create"]
+    kind: Literal["reminder", "task"] = Field(description="reminder: the text is sent as written; task: you run it then.")
+    text: str = Field(description="What to remind of, or the task's instruction; up to 1,000 characters.")
+    at: str = Field(description="ISO 8601 local date-time in the owner's time zone, e.g. 2026-12-07T09:00.")
+    repeat: str | None = Field(description="An RFC 5545 RRULE such as FREQ=WEEKLY;BYDAY=SU; null for once.")
+
+
+class ScheduleListAction(Arguments):
+    action: Literal["list"]
+
+
+class ScheduleCancelAction(Arguments):
+    action: Literal["cancel"]
+    id: int = Field(description="The schedule's id, from list.")
+
+
 def described(schedule: Schedule, zone_name: str) -> dict[str, Any]:
     """A schedule as the agent, /reminders and the page show it."""
     zone = ZoneInfo(zone_name)

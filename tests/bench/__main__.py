@@ -26,6 +26,12 @@ schedules: the scheduler with 10,000 active schedules: a tick's cost and due-to-
 
 webhooks: inbound WhatsApp webhooks into a ``nod run`` process at rising rates: accepted
 messages per second and acknowledgement latency.
+
+conversation: scripted owner scenarios through the real turn on any OpenAI-compatible server
+(``--base-url``, ``--model``), scored from the memory document and the replies.
+
+locomo-qa: LoCoMo's questions of categories 1-4 asked through the real turn over the imported
+conversation, judged by an LLM (J score), beside a full-context baseline on the same model.
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from tests.bench import conversation, locomo_qa
 from tests.bench.batch_retrieval import OWNERS, run_locomo_batch
 from tests.bench.evidence import run_evidence_bench
 from tests.bench.maintenance import run_maintenance_bench
+from tests.bench.on_server import add_arguments
 from tests.bench.page import run_page_bench
 from tests.bench.retrieval import SPLITS, run_locomo
 from tests.bench.scale import run_scale
@@ -49,7 +57,7 @@ from tests.bench.workers import run_workers
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
     parser.add_argument("suite", choices=["storage", "locomo", "locomo-batch", "scale", "turn", "maintenance", "evidence",
-                                          "webhooks", "page", "workers", "schedules"])
+                                          "webhooks", "page", "workers", "conversation", "locomo-qa", "schedules"])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
@@ -57,7 +65,10 @@ def main() -> None:
     parser.add_argument("--fts5", action="store_true", help="locomo: FTS5 alone, without the derived index")
     parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
     parser.add_argument("--owner", choices=OWNERS, default="a", help="locomo-batch: which speaker is the owner")
+    add_arguments(parser)
     args = parser.parse_args()
+    if args.suite in ("conversation", "locomo-qa") and not args.model:
+        parser.error(f"{args.suite} needs --model (and --base-url for a server other than OpenAI)")
     if args.suite == "storage":
         asyncio.run(run_storage(args.rounds))
     elif args.suite == "schedules":
@@ -78,6 +89,10 @@ def main() -> None:
         asyncio.run(run_webhook_bench())
     elif args.suite == "scale":
         asyncio.run(run_scale(args.messages, args.queries))
+    elif args.suite == "conversation":
+        conversation.main(args)
+    elif args.suite == "locomo-qa":
+        locomo_qa.main(args)
     elif args.suite == "workers":
         asyncio.run(run_workers(args.messages, args.queries, args.workers))
 

@@ -20,7 +20,18 @@ its bytes, as ``transcriptions`` (also ``calls("transcribe")``).
 
 ``reasoning_required`` plays DeepSeek's thinking mode ("Missing `reasoning_content`
 field" when an assistant tool-call message comes back without it), and
-``rejects_temperature`` an OpenAI reasoning model.
+``rejects_temperature`` an OpenAI reasoning model; ``wants_completion_tokens`` one that
+refuses ``max_tokens`` ("Use 'max_completion_tokens' instead").
+
+``llama_cpp_python`` plays llama-cpp-python's server (``python -m llama_cpp.server``), with its
+own words: a request its pydantic model refuses — ``response_format`` of type json_schema
+(it takes ``text`` or ``json_object`` with an optional ``schema``), a message whose content
+is not a string — is an HTTP 500 whose message is FastAPI's list of validation errors; and
+tools sent without ``tool_choice`` are left out of the prompt (the answer is plain text).
+
+An answer can also misbehave: ``runaway`` writes until ``max_tokens`` (7,803 tokens when none
+is sent, as a small model did inside one JSON string), ``endless`` streams a body that never
+ends (until the client hangs up, or 256 MiB).
 """
 
 from __future__ import annotations
@@ -54,6 +65,8 @@ class Answer:
     cached: int | None = None  # prompt_tokens_details.cached_tokens
     error_message: str = "scripted failure"
     hold: asyncio.Event | None = None  # answered only once the test sets it
+    runaway: bool = False  # tokens of junk until max_tokens (or 7,803 tokens without it)
+    endless: bool = False  # a body that never ends: a hostile or broken server
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,8 @@ class FakeModelServer:
     strict_history: bool = True
     reasoning_required: bool = False
     rejects_temperature: bool = False
+    wants_completion_tokens: bool = False
+    llama_cpp_python: bool = False
     refused: list[str] = field(default_factory=list)  # the rule each refused request broke
     transcriptions: list[dict[str, Any]] = field(default_factory=list)
     heard: dict[str, deque[Heard]] = field(default_factory=lambda: defaultdict(deque))
@@ -155,10 +170,19 @@ class FakeModelServer:
         if broken is not None:
             self.refused.append(broken)
             return web.json_response({"error": {"message": broken, "type": "BadRequestError", "code": 400}}, status=400)
+        if self.llama_cpp_python:
+            invalid = _llama_cpp_python_refusal(body)
+            if invalid is not None:
+                self.refused.append(invalid)
+                return web.json_response({"error": {"message": invalid, "type": "internal_server_error", "param": None,
+                                                    "code": None}}, status=500)
         queue = self.queues.get((body.get("model", ""), purpose_of(body)))
         answer = queue.popleft() if queue else Answer(content=UNSCRIPTED)
         if answer.hold is not None:
             await answer.hold.wait()
+        if self.llama_cpp_python and body.get("tools") and "tool_choice" not in body and answer.tool_calls:
+            self.refused.append("tools left out of the prompt: no tool_choice")
+            answer = Answer(content="I would call a tool, but I was shown none.")
         if answer.delay_s:
             sleeping = asyncio.ensure_future(asyncio.sleep(answer.delay_s))
             self.sleeping.add(sleeping)
@@ -172,6 +196,10 @@ class FakeModelServer:
                 self.sleeping.discard(sleeping)
         if answer.raw_body is not None:
             return web.Response(text=answer.raw_body, status=answer.status, content_type="application/json")
+        if answer.endless:
+            return await _endless(request)
+        if answer.runaway:
+            answer = _runaway(answer, body)
         if answer.status != 200:
             error = {"error": {"message": answer.error_message, "type": "server_error", "code": None}}
             return web.json_response(error, status=answer.status)
@@ -212,6 +240,9 @@ class FakeModelServer:
         if self.rejects_temperature and "temperature" in body and body["temperature"] != 1:
             return (f"Unsupported value: 'temperature' does not support {body['temperature']} with this model. "
                     "Only the default (1) value is supported.")
+        if self.wants_completion_tokens and "max_tokens" in body:
+            return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                    "Use 'max_completion_tokens' instead.")
         if self.system_first and any(m.get("role") == "system" for m in messages[1:]):
             return "System message must be at the beginning."
         if self.strict_history:
@@ -222,6 +253,56 @@ class FakeModelServer:
                                            and "reasoning_content" not in m for m in messages):
             return "Missing `reasoning_content` field in the assistant message at message index 1."
         return None
+
+
+def _llama_cpp_python_refusal(body: dict[str, Any]) -> str | None:
+    """What llama-cpp-python's request model refuses, as FastAPI's RequestValidationError prints it."""
+    errors = []
+    kind = (body.get("response_format") or {}).get("type")
+    if kind is not None and kind not in ("text", "json_object"):
+        errors.append(f"{{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                      f"'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}', "
+                      f"'ctx': {{'expected': \"'text' or 'json_object'\"}}}}")
+    for n, message in enumerate(body.get("messages", [])):
+        if not isinstance(message.get("content"), str):  # pydantic tries every branch of the message union
+            role = message.get("role")
+            for branch in ("system", "user", "assistant", "tool", "function"):
+                where = f"('body', 'messages', {n}, 'ChatCompletionRequest{branch.title()}Message'"
+                if branch != role:
+                    errors.append(f"{{'type': 'literal_error', 'loc': {where}, 'role'), 'msg': \"Input should be "
+                                  f"'{branch}'\", 'input': '{role}', 'ctx': {{'expected': \"'{branch}'\"}}}}")
+                else:
+                    errors.append(f"{{'type': 'string_type', 'loc': {where}, 'content'), "
+                                  f"'msg': 'Input should be a valid string', 'input': {message.get('content')!r}}}")
+    if not errors:
+        return None
+    return f"{len(errors)} validation error{'s' if len(errors) > 1 else ''}:\n  " + "\n  ".join(errors)
+
+
+def _runaway(answer: Answer, body: dict[str, Any]) -> Answer:
+    """A model that does not stop: junk until the budget, cut there ("length"), or 7,803 tokens."""
+    budget = body.get("max_tokens") or body.get("max_completion_tokens")
+    tokens = min(int(budget), 7_803) if budget else 7_803
+    junk = '{"notes": [{"path": "about/x", "text": "' + "la " * tokens
+    finish = "length" if budget and tokens >= int(budget) else "stop"
+    return Answer(content=junk, tokens=(answer.tokens[0], tokens), finish_reason=finish)
+
+
+ENDLESS_CAP = 256 * 1024 * 1024
+
+
+async def _endless(request: web.Request) -> web.StreamResponse:
+    """A 200 whose JSON body never ends, 64 KiB at a time, until the client hangs up (or 256 MiB)."""
+    response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    await response.prepare(request)
+    await response.write(b'{"id": "x", "object": "chat.completion", "choices": [{"message": {"content": "')
+    chunk = b"a" * 65_536
+    try:
+        for _ in range(ENDLESS_CAP // len(chunk)):
+            await response.write(chunk)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    return response
 
 
 def _history_problem(messages: list[dict[str, Any]]) -> str | None:

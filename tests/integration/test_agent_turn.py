@@ -24,6 +24,7 @@ from core.memory import document as ops
 from core.memory.model import Evidence, Origin, Skill
 from core.message import Inbound, NewMessage, Role
 from core.owner import Identity
+from core.structured import strict_schema
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
 from tests.fakes.model_server import UNSCRIPTED, Answer, FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, Sink, make_harness
@@ -88,7 +89,7 @@ async def test_the_step_cap_ends_the_loop_with_a_final_answer_without_tools(tmp_
         await conductor.wait(nod.owner.id)
         calls = server.calls()
         assert len(calls) == 4 and "tools" not in calls[-1]
-        assert "every tool step" in calls[-1]["messages"][-1]["content"]
+        assert "No more tool steps this turn" in calls[-1]["messages"][-1]["content"]
         assert nod.sink.sent == ["Here is what I found."]
         await conductor.close()
 
@@ -150,7 +151,8 @@ async def test_json_object_mode_puts_the_schema_in_the_prompt(tmp_path: Path, se
         answer = await nod.svc.gateway.ask(nod.owner.id, Digest, [{"role": "user", "content": "x"}])
         assert answer.summary == "s"
         body = server.calls("digest")[0]
-        assert body["response_format"] == {"type": "json_object"} and '"summary"' in body["messages"][0]["content"]
+        assert body["response_format"] == {"type": "json_object", "schema": strict_schema(Digest)}  # llama-cpp-python's form
+        assert '"summary"' in body["messages"][0]["content"]
 
 
 async def test_a_broken_model_server_gets_a_sentence_not_a_crash(nod: Harness) -> None:
@@ -217,7 +219,8 @@ async def test_a_skill_body_reaches_the_model_as_an_untrusted_block(nod: Harness
     assert "book-train: Book a train on CP" in nod.server.calls()[0]["messages"][0]["content"]
     assert json.loads(_tool_messages(nod.server.calls()[2])[1])["error"] == "A skill needs a body: the steps. Nothing was saved."
     offered = next(t for t in nod.server.calls()[0]["tools"] if t["function"]["name"] == "skills")
-    assert offered["function"]["parameters"]["properties"]["action"]["enum"] == ["read", "save", "patch"]
+    actions = [branch["properties"]["action"]["enum"] for branch in offered["function"]["parameters"]["anyOf"]]
+    assert actions == [["read"], ["save"], ["patch"]]  # one strict object per action
 
 
 async def test_a_redelivered_message_runs_no_second_turn(nod: Harness) -> None:

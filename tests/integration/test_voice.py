@@ -77,7 +77,7 @@ async def test_a_telegram_voice_note_is_transcribed_stored_flagged_voice_answere
         ("assistant", "I will.", False, False, None, False),
     ]
     request = server.calls()[-1]["messages"][-1]["content"]
-    assert request.endswith("] [voice note, transcribed] remind me to call Ana tomorrow")
+    assert request.endswith("\n\n[voice note, transcribed] remind me to call Ana tomorrow")  # no [id] prefix (issue 38)
     rows = await hearing.nod.usage_rows("transcribe")
     assert [(r.model, r.outcome, r.estimated, r.owner_id) for r in rows] == [
         (TRANSCRIBE, "ok", False, hearing.nod.owner.id)]

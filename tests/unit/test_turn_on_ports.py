@@ -109,8 +109,8 @@ async def test_a_save_refreshes_the_snapshot_for_the_rest_of_the_turn() -> None:
                                  _call("memory_read", {"path": "about"}), ChatReply("Noted."))
     world = await _world(agent, QueueModel())
     note = {"path": "about/boat", "text": "Boat: Gaivota", "message_ids": [1], "quote": "my boat is called Gaivota"}
-    nothing_selected = _json({"notes": [], "searches": [], "totals": False})
-    world.memory_model.enqueue(nothing_selected, _json({"notes": [note]}))  # type: ignore[union-attr]
+    # no notes and no older message: evidence selection is skipped, so memory_learn is the memory model's first call
+    world.memory_model.enqueue(_json({"notes": [note]}))  # type: ignore[union-attr]
     await world.say("Remember that my boat is called Gaivota")
     read = json.loads(agent.requests[2].messages[-1]["content"])
     assert read["entries"][0]["path"] == "about/boat" and world.docs.loads == 1

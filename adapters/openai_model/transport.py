@@ -1,0 +1,77 @@
+"""The HTTP transport under the openai SDK: a bounded read of each answer, and no retry of a refused request.
+
+Two things the SDK cannot be told directly, done where the bytes arrive:
+
+- **A byte cap.** A chat completion asked for a few thousand tokens is a few kilobytes of
+  JSON; a hostile or broken server could send megabytes, and httpx would read them all into
+  memory before the SDK looks. The body is read in chunks up to ``MAX_BODY_BYTES``; past it
+  the read stops, the connection is dropped, and what was read goes on marked ``x-nod-body-cut``
+  as ``text/plain``, so the SDK hands the adapter the text instead of parsing it, and the
+  adapter reports a cut answer (never asked again unchanged).
+- **No retry of a refused request.** The SDK retries every 5xx. llama-cpp-python answers a
+  request it cannot validate (pydantic: "1 validation error …") with HTTP 500, so a request
+  that can never succeed would be sent three times. Such a body, and every 4xx but 408, 409
+  and 429, gets the SDK's own ``x-should-retry: false`` (its documented override), and
+  ``x-nod-invalid-request`` so the adapter calls it a refusal, not an outage.
+"""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+MAX_BODY_BYTES = 1_048_576  # 1 MiB: hundreds of times the largest answer Nod asks for
+BODY_CUT = "x-nod-body-cut"
+INVALID_REQUEST = "x-nod-invalid-request"
+# What request-validation failures say: pydantic (llama-cpp-python, vLLM), FastAPI, llama.cpp, OpenAI
+_VALIDATION = re.compile(r"validation error|Input should be|Field required|Extra inputs are not permitted|"
+                         r"unprocessable|invalid_request_error|Unsupported (?:parameter|value)|"
+                         r"must be (?:a string|an? )", re.I)
+
+
+def refused_request(status: int, body: bytes) -> bool:
+    """A request the server will refuse again if sent again unchanged."""
+    if 400 <= status < 500:
+        return status not in (408, 409, 429)
+    return status >= 500 and bool(_VALIDATION.search(body[:20_000].decode("utf-8", "replace")))
+
+
+class BoundedTransport(httpx.AsyncBaseTransport):
+    """``httpx.AsyncHTTPTransport`` with the body read bounded and refusals marked (see the module docstring)."""
+
+    def __init__(self, limit: int = MAX_BODY_BYTES, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self._limit = limit
+        self._inner = inner or httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.headers["Accept-Encoding"] = "identity"  # the cap counts the bytes a reader would hold
+        response = await self._inner.handle_async_request(request)
+        chunks: list[bytes] = []
+        size = 0
+        cut = False
+        try:
+            async for chunk in response.aiter_bytes():  # decoded, should a server compress anyway
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > self._limit:
+                    cut = True
+                    break
+        finally:
+            await response.aclose()
+        body = b"".join(chunks)[: self._limit]
+        headers = httpx.Headers(response.headers)
+        for name in ("content-length", "content-encoding", "transfer-encoding"):  # the body below is whole and plain
+            headers.pop(name, None)
+        if cut:
+            headers[BODY_CUT] = str(self._limit)
+            headers["content-type"] = "text/plain"
+            headers["x-should-retry"] = "false"
+        elif refused_request(response.status_code, body):
+            headers[INVALID_REQUEST] = "1"
+            headers["x-should-retry"] = "false"
+        return httpx.Response(response.status_code, headers=headers, content=body, request=request,
+                              extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
