@@ -64,7 +64,7 @@ class ReplyChecker:
         self._selector = selector
 
     async def check(self, ctx: TurnContext, request: StoredMessage, draft: str, reads: Sequence[ToolOutcome]) -> str:
-        state = self._selector.state(ctx.owner.id)
+        state = self._selector.state(ctx.owner.id, ctx.origin)
         if state is None or state.request_id != request.id or not state.packet or not self._gateway.memory_configured:
             return draft
         key = int.from_bytes(hashlib.sha256(draft.encode()).digest()[:8], "big")

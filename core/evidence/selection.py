@@ -129,6 +129,9 @@ def bounded_input(payload: dict[str, Any]) -> str:
     return body[: MAX_INPUT_CHARS - 40] + ' …[input cut at 256,000 characters]'
 
 
+SELECTED_FOR = (TurnOrigin.OWNER_MESSAGE, TurnOrigin.SCHEDULE)  # turns whose answer is checked before delivery
+
+
 class Selector:
     def __init__(self, gateway: Gateway, history: HistorySearch, messages: Messages, clock: Clock,
                  small_context: bool = False) -> None:
@@ -137,14 +140,19 @@ class Selector:
         self._history = history
         self._messages = messages
         self._small = small_context
-        self._turns: dict[int, TurnEvidence] = {}
+        self._turns: dict[tuple[int, TurnOrigin], TurnEvidence] = {}
 
-    def state(self, owner_id: int) -> TurnEvidence | None:
-        return self._turns.get(owner_id)
+    def state(self, owner_id: int, origin: TurnOrigin = TurnOrigin.OWNER_MESSAGE) -> TurnEvidence | None:
+        return self._turns.get((owner_id, origin))
 
     async def packet(self, ctx: TurnContext, request: StoredMessage) -> str | None:
-        self._turns[ctx.owner.id] = state = TurnEvidence(request.id)  # a new request clears the old
-        if ctx.origin is not TurnOrigin.OWNER_MESSAGE or not self._gateway.memory_configured:
+        """The evidence for an owner's request, or for a scheduled task's instruction: each kept apart
+        (a task running beside the owner's turn must not clear the owner's selection), and a new
+        request of the same kind clears the old."""
+        if ctx.origin not in SELECTED_FOR:
+            return None
+        self._turns[(ctx.owner.id, ctx.origin)] = state = TurnEvidence(request.id)
+        if not self._gateway.memory_configured:
             return None
         if not ctx.may_spend:
             return None

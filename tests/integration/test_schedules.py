@@ -366,3 +366,27 @@ async def test_a_slow_task_holds_up_no_other_reminder(nod: Harness, server: Fake
     held.set()
     await scheduler.settle()
     assert sorted(sink.sent) == ["Reminder: call mum", "Your day."]
+
+
+async def test_a_tasks_output_is_reply_checked(nod: Harness,
+                                                server: FakeModelServer) -> None:
+    from core.memory import document as ops
+    from core.memory.model import Origin
+    from tests.integration.test_evidence import rank, select
+
+    await nod.svc.owners.link(nod.owner.id, MAYA)
+    note = ops.make_entry("people/sister", "Sister: Ana, lives in Porto", origin=Origin.STATED, now=START)
+    await nod.svc.memory.update(nod.owner.id, lambda d: ops.add_entry(d, note))
+    at = datetime(2026, 12, 3, 18, 0)
+    await nod.svc.schedules.create(nod.owner.id, Kind.TASK, "plan the visit to my sister", at, None,
+                                   at.replace(tzinfo=START.tzinfo), START, None)
+    server.enqueue(MEMORY, select(["people/sister"], []), rank(["people/sister"], []), purpose="evidence_selection")
+    server.enqueue(MEMORY, structured({"verdict": "revise", "text": "Book the train to Porto, where Ana lives."}),
+                   purpose="reply_check")
+    server.enqueue(AGENT, text("Book the train to Lisbon, where Ana lives."))
+    sink = Sink()
+    nod.svc.clock.set(at.replace(tzinfo=START.tzinfo))  # type: ignore[attr-defined]
+    assert await _tick(nod.svc.scheduler(sink)) == 1
+    assert sink.sent == ["Book the train to Porto, where Ana lives."]
+    checked = server.calls("reply_check")[0]["messages"][1]["content"]
+    assert "plan the visit to my sister" in checked and "Lisbon" in checked
