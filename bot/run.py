@@ -15,7 +15,7 @@ import fcntl
 import gc
 import logging
 import signal
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 from aiohttp import web
@@ -57,36 +57,40 @@ def page_services(svc: Services) -> PageServices | None:
                         svc.gmail, svc.gmail_off, svc.schedules)
 
 
-async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
-    """Answer what a dead process left unanswered: at start, then every minute."""
+async def _repeat(stop: asyncio.Event, what: str, step: Callable[[], Awaitable[float]]) -> None:
+    """``step`` until stopped, each time waiting the seconds it answers (or a second after a failure):
+    the loop outlives a failed step, since the database may be back later."""
     while not stop.is_set():
+        wait_s = 1.0
         try:
-            taken = await running.front.recover(running.names)
-            if taken:
-                log.info("recovery taken=%s", taken)
-        except Exception:  # noqa: BLE001 - the loop outlives a failed sweep (the database may be back later)
-            log.exception("recovery_failed")
+            wait_s = await step()
+        except Exception:  # noqa: BLE001 - logged; the next step tries again
+            log.exception("%s_failed", what)
         try:
-            await asyncio.wait_for(stop.wait(), timeout=RECOVER_EVERY_S)
+            await asyncio.wait_for(stop.wait(), timeout=wait_s)
         except TimeoutError:
             pass
+
+
+async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
+    """Answer what a dead process left unanswered: at start, then every minute."""
+    async def sweep() -> float:
+        taken = await running.front.recover(running.names)
+        if taken:
+            log.info("recovery taken=%s", taken)
+        return RECOVER_EVERY_S
+    await _repeat(stop, "recovery", sweep)
 
 
 async def _schedule_loop(svc: Services, running: Channels, stop: asyncio.Event) -> None:
     """Reminders and scheduled tasks: fire what is due, then sleep until the next is (at most 1 s)."""
     scheduler = svc.scheduler(running.sink)
+
+    async def tick() -> float:
+        await scheduler.tick()
+        return await scheduler.wait_s()
     try:
-        while not stop.is_set():
-            wait_s = 1.0
-            try:
-                await scheduler.tick()
-                wait_s = await scheduler.wait_s()
-            except Exception:  # noqa: BLE001 - the loop outlives a failed tick (the database may be back later)
-                log.exception("schedule_tick_failed")
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=wait_s)
-            except TimeoutError:
-                pass
+        await _repeat(stop, "schedule_tick", tick)
     finally:
         await asyncio.shield(scheduler.close())
 

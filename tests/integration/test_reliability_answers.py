@@ -240,13 +240,16 @@ async def _all_settled(workers: tuple[Harness, ...]) -> None:
 
 
 async def test_a_runaway_answer_is_cut_to_the_bound_with_a_sentence(tmp_path: Path, server: FakeModelServer) -> None:
-    server.enqueue(AGENT, text("word " * 2_000_000))  # 10 MB
+    server.enqueue(AGENT, text("word " * 40_000))  # 200 KB: read whole, but far past what a chat should get
+    server.enqueue(AGENT, text("word " * 2_000_000))  # 10 MB: not even read to the end (the byte cap, issue 38)
     async for nod in make_harness(tmp_path, server, memory_model=None):
-        await nod.conductor.receive(nod.owner, Inbound(MAYA, "tell me everything", "u1"))
-        await _settled(nod)
-        [sent] = nod.sink.sent
-        assert len(sent) <= MAX_REPLY_CHARS and sent.endswith(CUT_NOTE)
-        assert await _replies(nod) == [sent]
+        for n in (1, 2):
+            await nod.conductor.receive(nod.owner, Inbound(MAYA, "tell me everything", f"u{n}"))
+            await _settled(nod)
+        long, runaway = nod.sink.sent
+        assert len(long) <= MAX_REPLY_CHARS and long.endswith(CUT_NOTE)
+        assert len(runaway) < 200 and "length limit" in runaway  # one sentence
+        assert await _replies(nod) == [long]  # the sentence is a notice, not conversation
 
 
 async def test_a_reply_stored_by_a_process_that_died_before_sending_is_sent_once(
