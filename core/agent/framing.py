@@ -28,6 +28,7 @@ _FRAMING_LINE = re.compile(
     r"\[Nod server\b.*|\[end of context\b[^\]]*\]?"  # the bracketed tags of earlier versions
     r"|Now: \w+ \d{4}-\d{2}-\d{2} \d{2}:\d{2} \([^)]*\)\.?"  # the server's clock line
     r"|- message \d+, \d{4}-\d{2}-\d{2} \d{2}:\d{2}: .*"  # a related older message
+    r"|\(No more tool steps\b.*"  # the step-cap note, also as a small model paraphrases it
     r"|(?:" + "|".join(re.escape(h) for h in _HEADINGS) + r")"
     r")\s*$", re.I)
 _ID_PREFIX = re.compile(r"^\s*\[\d+(?:, [^\]]*)?\]\s?", re.M)  # "[12] " and "[12, 2026-11-01 10:00] "

@@ -33,6 +33,7 @@ def test_every_memory_purpose_has_a_budget_and_the_scale_keeps_a_floor() -> None
      "[12] Where does my sister live?", "Where does my sister live?"),
     ("Owner context:\nMemory (every saved note):\n", "Memory (every saved note):"),
     ("- message 3, 2026-11-01 10:00: my sister Ana\nShe lives in Porto.", "She lives in Porto."),
+    ("(No more tool steps now: answer the owner after you have found what you've given.)\nPorto.", "Porto."),
     ("Your sister Ana lives in Porto [1].\n\n1. Porto\n2. Lisbon", "Your sister Ana lives in Porto [1].\n\n1. Porto\n2. Lisbon"),
 ])
 def test_framing_a_model_copied_is_cut_and_nothing_else(echoed: str, kept: str) -> None:
