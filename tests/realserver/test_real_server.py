@@ -31,7 +31,7 @@ from core.maintenance.operations import Reflection
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
 from core.message import NewMessage, Role
-from core.saving import control, learn
+from core.saving import learn, trust
 from core.skills import learned
 from core.structured import Answer
 from tests.realserver.harness import AGENT_DEADLINE_S, MEMORY_DEADLINE_S, NOW, Real, make_real
@@ -150,7 +150,7 @@ def _purposes(older: int) -> list[tuple[type[Answer], list[dict[str, Any]]]]:
             {"memory_index": notes, "current_message": {"id": older + 1, "sent_at": "2026-12-03T09:00+00:00",
                                                         "text": "Remember that I'm allergic to peanuts"},
              "earlier_messages": []})}]),
-        (control.TrustVerdict, [{"role": "system", "content": control.TRUST_INSTRUCTIONS},
+        (trust.TrustVerdict, [{"role": "system", "content": trust.TRUST_INSTRUCTIONS},
                                 {"role": "user", "content": "Action: memory_forget people/peanuts\nOwner's message: Forget the peanut thing"}]),
         (Reflection, [{"role": "system", "content": reflect.INSTRUCTIONS}, {"role": "user", "content": json.dumps(
             {"memory_index": notes, "messages": [{"id": older, "sent_at": "Monday 2026-11-03 09:00",
