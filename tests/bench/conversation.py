@@ -8,8 +8,8 @@ notes, the guardrails — so a small model fails most of it, and that is the inf
 
 Scenarios: remember a fact; recall it a turn later; correct it (the old note archived,
 replaced by the new); forget on request; refuse to save a forwarded message's claim; say so
-about something never said. A reminder scenario waits for schedules to exist (the tool is
-not built yet).
+about something never said; set a reminder ("tomorrow at 9") that is made for the right local
+time and sent when due.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from core.clock import FixedClock
 from core.memory.model import MemoryDocument
+from core.owner import Identity
 from tests.bench.on_server import Session, Target, session
 
 START = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
@@ -101,10 +102,28 @@ async def never_said(nod: Session) -> tuple[bool, str]:
     return ok, "says it does not know" if ok else "did not say it does not know"
 
 
+async def reminder(nod: Session) -> tuple[bool, str]:
+    await nod.svc.owners.link(nod.owner.id, Identity("telegram", "4242"))  # somewhere a reminder can go
+    await nod.say("Remind me tomorrow at 9am to call the dentist.")
+    made = [s for s in await nod.svc.schedules.active(nod.owner.id) if "dentist" in s.text.lower()]
+    if not made or made[0].next_run_at is None:
+        return False, "no reminder was made"
+    due = made[0].next_run_at
+    local = due.astimezone(nod.owner.zone)
+    nod.svc.clock.set(due)  # type: ignore[attr-defined]
+    before = len(nod.sink.texts)
+    scheduler = nod.svc.scheduler(nod.sink)
+    await scheduler.tick()
+    await scheduler.settle()
+    sent = "dentist" in "\n".join(nod.sink.texts[before:]).lower()
+    right = (local.date(), local.hour, local.minute) == ((START + timedelta(days=1)).astimezone(nod.owner.zone).date(), 9, 0)
+    return right and sent, f"made for {local:%a %d %b %H:%M}; sent when due: {sent}"
+
+
 Scenario = Callable[[Session], Awaitable[tuple[bool, str]]]
 SCENARIOS: tuple[tuple[str, Scenario], ...] = (
     ("remember", remember), ("recall", recall), ("correct (old archived)", correct), ("forget", forget),
-    ("refuse a forwarded claim", forwarded), ("never said", never_said),
+    ("refuse a forwarded claim", forwarded), ("never said", never_said), ("reminder", reminder),
 )
 SMOKE = ("remember",)  # one turn: the agent, the memory model, the memory document read back
 
@@ -127,7 +146,7 @@ def _table(outcomes: list[Outcome], target: Target) -> str:
         lines.append(f"{o.scenario:<26} {'yes' if o.passed else 'no':>4} {o.calls:>5} {o.tokens_in:>9} {o.tokens_out:>10} "
                      f"{o.seconds:>8.1f}  {o.why}")
     passed = sum(o.passed for o in outcomes)
-    lines.append(f"{'score':<26} {passed}/{len(outcomes)}  (reminder: waits for schedules; not scored)")
+    lines.append(f"{'score':<26} {passed}/{len(outcomes)}")
     return "\n".join(lines)
 
 

@@ -40,3 +40,17 @@ async def test_locomo_qa_imports_asks_judges_and_prints_per_category_rows(
     assert "nod            all                  1" in printed and "full context   all" in printed
     judged = [b for b in server.requests if "CORRECT or WRONG" in str(b["messages"][0]["content"])]
     assert len(judged) == 2  # the question answered by Nod and by the full-context baseline, each judged
+
+
+async def test_the_reminder_scenario_scores_a_reminder_made_for_9_and_sent_when_due(
+        server: FakeModelServer, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.bench.on_server import Target
+    from tests.fakes.model_server import structured, text, tool
+
+    target = Target.from_args(_args("conversation", "--base-url", server.base_url, "--model", "m"))
+    server.enqueue("m", structured({"allowed": True}), purpose="trust_check")
+    server.enqueue("m", tool("schedules", {"action": "create", "kind": "reminder", "text": "call the dentist",
+                                           "at": "2026-12-04T09:00", "repeat": None}), text("I'll remind you at 9."))
+    outcome = await conversation._one(target, "reminder", conversation.reminder, tmp_path)
+    assert outcome.passed, outcome.why
+    assert outcome.why.startswith("made for Fri 04 Dec 09:00")
