@@ -315,6 +315,7 @@ class Conductor:
             log.exception("reply_not_stored owner=%s message=%s; not sent, left for recovery", owner.id, request.id)
             self._retries.failed(request.id, self._deps.clock.now())
             return
+        self._retries.stored(request.id)
         if stored is None:
             await self._send(owner, to, reply)
             return

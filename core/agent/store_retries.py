@@ -24,6 +24,10 @@ class StoreRetries:
         wait = min(wait * 2, LONGEST_WAIT)
         self._next[request_id] = (now + wait, wait)
 
+    def stored(self, request_id: int) -> None:
+        """The reply to ``request_id`` was stored at last: nothing left to back off from."""
+        self._next.pop(request_id, None)
+
     def due(self, request_id: int, now: datetime) -> bool:
         """Whether recovery may take ``request_id`` up now."""
         found = self._next.get(request_id)
