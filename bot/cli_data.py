@@ -114,7 +114,7 @@ def _json_args(raw: str) -> Any:
 async def tool_run(svc: Services, owner_name: str, tool: str, raw_args: str) -> str:
     """One tool call as the agent makes it; a tool error is a refused action (exit 1)."""
     owner = await svc.owners.by_name(owner_name)
-    result = await svc.tools.run(owner, tool, _json_args(raw_args))
+    result = await svc.tools.read_for_operator(owner, tool, _json_args(raw_args))
     if set(result) == {"error"}:
         raise InvalidInput(result["error"])
     return json.dumps(result, ensure_ascii=False)
@@ -132,7 +132,7 @@ async def tool_batch(svc: Services, owner_name: str, lines: TextIO, out: TextIO)
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):  # any line that is not a call
             result: dict[str, Any] = {"error": f"Line {number} is not {{\"tool\": ..., \"args\": {{...}}}}."}
         else:
-            result = await svc.tools.run(owner, str(name), args)
+            result = await svc.tools.read_for_operator(owner, str(name), args)
         # storable: a lone surrogate echoed in an error would not encode, and end the batch
         out.write(storable(json.dumps(result, ensure_ascii=False)) + "\n")
         out.flush()

@@ -24,7 +24,6 @@ from core.agent.model import ChatModel
 from core.agent.scheduled import ScheduledTasks
 from core.agent.slots import DEFAULT_SLOTS
 from core.agent.spending import Spending
-from core.agent.tools import TurnTools
 from core.agent.turn import TurnDeps
 from core.agent.usage import PriceTable, UsageLedger
 from core.clock import Clock, SystemClock
@@ -47,7 +46,6 @@ from core.page.access import PageAccess, PageConfig
 from core.page.edits import MemoryEdits
 from core.saving.control import Controls
 from core.saving.learn import Learner
-from core.saving.personal import ManagePersonalContext
 from core.schedules.runner import STALE_CLAIM, Scheduler
 from core.schedules.tool import ScheduleTool
 from core.skills.learned import LearnedSkills
@@ -66,7 +64,8 @@ from core.storage.page_store import PageStore
 from core.storage.receipts import Receipts
 from core.storage.schedule_store import ScheduleStore
 from core.storage.usage_store import UsageStore
-from core.tools.read_tools import ReadTools
+from core.tools.registry import Toolbox
+from core.tools.services import ToolServices
 from core.voice import AudioSource, Transcriber
 
 TRANSCRIBE_DEADLINE_S = 120.0  # ten minutes of audio take Whisper well under a minute
@@ -80,7 +79,7 @@ class Services:
     owners: OwnerStore
     messages: MessageStore
     memory: MemoryStore
-    tools: ReadTools
+    tools: Toolbox
     usage: UsageLedger
     spending: Spending
     gateway: Gateway
@@ -200,8 +199,15 @@ def _known_secrets(settings: Settings) -> tuple[str, ...]:
     return tuple(v for v in values if v)
 
 
-def _saving(gateway: Gateway, messages: MessageStore, memory: MemoryStore, owners: OwnerStore, clock: Clock) -> ManagePersonalContext:
-    return ManagePersonalContext(Learner(gateway, messages, memory, clock), Controls(gateway, messages, memory, owners))
+def _toolbox(settings: Settings, gateway: Gateway, stores: tuple[MessageStore, MemoryStore, OwnerStore, ScheduleStore],
+             history: HistorySearch, clock: Clock) -> Toolbox:
+    messages, memory, owners, schedules = stores
+    return Toolbox(ToolServices(
+        memory=memory, messages=messages, history=history, learner=Learner(gateway, messages, memory, clock),
+        controls=Controls(gateway, messages, memory, owners),
+        skills=LearnedSkills(gateway, memory, clock, _known_secrets(settings)), clock=clock,
+        schedules=ScheduleTool(schedules, messages, gateway),
+    ))
 
 
 @asynccontextmanager
@@ -221,19 +227,17 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
                                     Path(settings.search_index_dir) if settings.search_index_dir else None)
         fulltext = FullText(engine)
         history = history_search(engine, messages, index)
-        reads = ReadTools(memory, messages, history)
         usage = UsageStore(engine)
         spending = Spending(usage, owners, clock, settings.spending_limit_usd)
         gateway = build_gateway(settings, usage, clock)
         small = settings.agent_context_tokens is not None and settings.agent_context_tokens < SMALL_CONTEXT_TOKENS
         selector = Selector(gateway, history, messages, clock, small)
         schedules = ScheduleStore(engine, messages)
+        tools = _toolbox(settings, gateway, (messages, memory, owners, schedules), history, clock)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
             conversation=fulltext, clock=clock,
-            tools=TurnTools(reads, _saving(gateway, messages, memory, owners, clock),
-                            LearnedSkills(gateway, memory, clock, _known_secrets(settings)),
-                            ScheduleTool(schedules, messages, gateway), clock),
+            tools=tools,
             evidence=selector, check=ReplyChecker(gateway, selector),
         )
         reflector = Reflector(gateway, messages, memory, clock) if gateway.memory_configured else None
@@ -242,7 +246,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         maintenance = MaintenanceJob(owners, memory, reflector, locks, clock, spending, gmail.runs if gmail else None)
         try:
             page, page_off = _page(settings, engine, clock)
-            yield Services(engine, clock, owners, messages, memory, reads, usage, spending, gateway, turn, index,
+            yield Services(engine, clock, owners, messages, memory, tools, usage, spending, gateway, turn, index,
                            maintenance, locks, DatabaseHealth(engine, settings.database_url, clock),
                            page, page_off, MemoryEdits(memory, owners, clock), schedules, settings.open_signup,
                            settings.work_slots, gmail, gmail_off)

@@ -6,7 +6,7 @@ server receives, in the form OpenAI's strict structured outputs demand — every
 required (optional ones nullable), ``additionalProperties: false`` on every object, no
 ``$ref``, ``oneOf``, ``const``, defaults, titles or class docstrings — which the other servers (Ollama,
 vLLM, llama.cpp) also read. A multi-action tool is an object whose only content is ``anyOf`` of such
-strict objects, one per action (``core.agent.tools``). Validation is lenient where the server's own rules decide
+strict objects, one per action (``core.tools.tool``). Validation is lenient where the server's own rules decide
 item by item: a model missing an optional field still validates (it has a default), and
 an ``Answer`` drops the malformed items of its item lists (``ITEM_LISTS``), counting them
 in ``dropped``, instead of losing the whole answer to one bad note.

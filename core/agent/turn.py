@@ -21,7 +21,6 @@ from core.agent.framing import OUT_OF_STEPS_NOTE, unframed
 from core.agent.gateway import Gateway
 from core.agent.model import ChatReply, Message
 from core.agent.spending import Spending
-from core.agent.tools import TOOL_SPECS, ToolOutcome, TurnTools, offered_choices
 from core.agent.turn_context import TurnContext, TurnOrigin
 from core.agent.window import RecentWindow
 from core.clock import Clock
@@ -30,6 +29,9 @@ from core.memory.render import render_index
 from core.message import StoredMessage
 from core.ports import Conversation, MemoryRepository, Messages, Owners
 from core.replies import Reply
+from core.tools.offer_choices import offered_choices
+from core.tools.registry import TOOL_SPECS, Toolbox
+from core.tools.tool import ToolOutcome
 
 log = logging.getLogger("nod.agent.turn")
 MAX_STEPS = 8
@@ -78,7 +80,7 @@ class TurnDeps:
     owners: Owners
     memory: MemoryRepository
     conversation: Conversation
-    tools: TurnTools
+    tools: Toolbox
     clock: Clock
     evidence: EvidenceSource = NoEvidence()
     check: ReplyCheck = NoCheck()

@@ -29,6 +29,7 @@ class TurnOrigin(str, Enum):
     SCHEDULE = "schedule"
     EVENT = "event"
     SUBAGENT = "subagent"
+    OPERATOR = "operator"  # ``nod tool``: the read-only tools, outside any turn
 
 
 class TurnState:

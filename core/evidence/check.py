@@ -19,13 +19,14 @@ from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from core.agent.gateway import Gateway
-from core.agent.tools import READS, ToolOutcome
 from core.agent.turn_context import TurnContext
 from core.errors import ConfigError, ModelError
 from core.evidence.selection import Selector, bounded_input
 from core.memory.render import index_lines
 from core.message import StoredMessage
 from core.structured import Answer
+from core.tools.registry import READ_TOOL_NAMES
+from core.tools.tool import ToolOutcome
 
 log = logging.getLogger("nod.evidence")
 MAX_READS_CHARS = 80_000
@@ -47,7 +48,7 @@ saved note states it. Change nothing else: no new actions, no links, no tool use
 def _reads(reads: Sequence[ToolOutcome]) -> tuple[list[str], int]:
     kept, used, omitted = [], 0, 0
     for read in reads:
-        if read.name not in READS:
+        if read.name not in READ_TOOL_NAMES:
             continue
         body = read.content()
         if used + len(body) > MAX_READS_CHARS:

@@ -31,6 +31,7 @@ from core.agent.turn_context import TurnContext, TurnOrigin
 from core.clock import Clock
 from core.errors import ConfigError, ModelError, NodError
 from core.evidence.packet import MessageRecord, NoteRecord, build_packet
+from core.history.request import HistorySearchArguments
 from core.history.search import HistorySearch
 from core.memory.model import MemoryDocument
 from core.memory.render import label_of
@@ -200,8 +201,7 @@ class Selector:
         for search in [s for s in searches if s.query.strip()][:MAX_SEARCHES]:
             if search.bad_dates:
                 log.info("evidence_search_dates_dropped owner=%s dropped=%s", ctx.owner.id, search.bad_dates)
-            args: dict[str, Any] = {"query": search.query, "limit": 20}
-            args.update({k: v for k, v in (("from", search.start), ("to", search.end)) if v})
+            args = HistorySearchArguments(query=search.query, limit=20, start=search.start or None, to=search.end or None)
             for _ in range(MAX_PAGES):
                 try:
                     page = await self._history.search(ctx.owner, args)
@@ -217,7 +217,7 @@ class Selector:
                         found[result["id"]] = result
                 if not page["nextCursor"] or len(found) >= MAX_MESSAGES:
                     break
-                args = {**args, "cursor": page["nextCursor"]}
+                args = args.model_copy(update={"cursor": page["nextCursor"]})
         return found, left_out
 
     async def _rank(self, ctx: TurnContext, request: StoredMessage, doc: MemoryDocument, paths: list[str],

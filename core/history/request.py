@@ -11,11 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
+
+from pydantic import Field
 
 from core.errors import InvalidInput
 from core.history.cursor import MAX_ID
+from core.structured import Arguments
 
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 LATEST = datetime(2200, 1, 1, tzinfo=UTC)
@@ -23,7 +26,19 @@ LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 10_000
-_ARGUMENTS = frozenset({"query", "from", "to", "around", "before", "order", "cursor", "limit"})
+
+
+class HistorySearchArguments(Arguments):
+    """The tool's arguments as the model sends them (the JSON schema it is shown, and their first check)."""
+
+    query: str | None = Field(None, description="Words to search for; any of them matches, in any form.")
+    start: str | None = Field(None, alias="from", description="First day (YYYY-MM-DD, the owner's zone), inclusive.")
+    to: str | None = Field(None, description="Last day (YYYY-MM-DD), inclusive.")
+    around: int | None = Field(None, description="A message id: that message and five on each side.")
+    before: str | None = Field(None, description="Only messages sent before this date.")
+    order: Literal["relevance", "newest"] | None = None
+    cursor: str | None = Field(None, description="nextCursor of the previous page, with the same query, dates and order.")
+    limit: int | None = Field(None, ge=1, le=MAX_LIMIT)
 
 
 class Order(str, Enum):
@@ -74,56 +89,29 @@ def _moment(name: str, raw: Any, zone: ZoneInfo, end_of_day: bool) -> datetime:
     return utc
 
 
-def _optional_text(args: dict[str, Any], name: str) -> str | None:
-    raw = args.get(name)
-    if raw is None:
-        return None
-    if not isinstance(raw, str):
-        raise InvalidInput(f"`{name}` must be a string.")
-    return raw.strip() or None
+def _text(raw: str | None) -> str | None:
+    return raw.strip() or None if raw is not None else None
 
 
-def _limit(raw: Any) -> int:
-    if raw is None:
-        return DEFAULT_LIMIT
-    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_LIMIT:
-        raise InvalidInput(f"`limit` is a whole number from 1 to {MAX_LIMIT}.")
-    return int(raw)
-
-
-def _around(raw: Any) -> int | None:
-    if raw is None:
-        return None
-    if isinstance(raw, str) and raw.strip().isdecimal() and len(raw.strip()) <= 19:
-        raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= MAX_ID:
+def _around(raw: int | None) -> int | None:
+    if raw is not None and not 1 <= raw <= MAX_ID:
         raise InvalidInput("`around` is a message id (a positive whole number).")
-    return int(raw)
+    return raw
 
 
-def _order(raw: Any) -> Order:
-    try:
-        return Order(raw or Order.RELEVANCE.value)
-    except ValueError as exc:
-        raise InvalidInput("`order` is relevance or newest.") from exc
-
-
-def parse_request(args: dict[str, Any], zone: ZoneInfo) -> SearchRequest:
-    """Check the tool's arguments; raise InvalidInput with the fix in one sentence."""
-    unknown = sorted(set(args) - _ARGUMENTS)
-    if unknown:
-        raise InvalidInput(f"history_search has no argument {', '.join(unknown)}; it takes {', '.join(sorted(_ARGUMENTS))}.")
-    query = _optional_text(args, "query")
+def parse_request(args: HistorySearchArguments, zone: ZoneInfo) -> SearchRequest:
+    """Turn the checked arguments into one request; InvalidInput with the fix in one sentence."""
+    query = _text(args.query)
     if query is not None and len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"The query is {len(query):,} characters; keep it under {MAX_QUERY_CHARS:,}.")
-    start = _moment("from", args["from"], zone, False) if args.get("from") is not None else None
-    end = _moment("to", args["to"], zone, True) if args.get("to") is not None else None
-    before = _moment("before", args["before"], zone, False) if args.get("before") is not None else None
+    start = _moment("from", args.start, zone, False) if args.start is not None else None
+    end = _moment("to", args.to, zone, True) if args.to is not None else None
+    before = _moment("before", args.before, zone, False) if args.before is not None else None
     if start and end and start >= end:
         raise InvalidInput("`from` is after `to`; swap them.")
     request = SearchRequest(
-        query=query, start=start, end=end, before=before, around=_around(args.get("around")),
-        order=_order(args.get("order")), cursor=_optional_text(args, "cursor"), limit=_limit(args.get("limit")),
+        query=query, start=start, end=end, before=before, around=_around(args.around),
+        order=Order(args.order or Order.RELEVANCE.value), cursor=_text(args.cursor), limit=args.limit or DEFAULT_LIMIT,
     )
     _check_combination(request)
     return request

@@ -19,7 +19,7 @@ from core.errors import IndexFailure, InvalidInput, NotFound
 from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
 from core.history.preceding import preceding
 from core.history.ranking import NEIGHBOUR_REACH, WINDOW, Frequencies, Hints, around_by_position, rerank
-from core.history.request import Order, SearchRequest, parse_request
+from core.history.request import HistorySearchArguments, Order, SearchRequest, parse_request
 from core.history.scope import Matcher, Scope
 from core.message import StoredMessage
 from core.owner import Owner
@@ -77,7 +77,7 @@ class HistorySearch:
         view = await self._index.view(scope.thread_id, scope.snapshot, cursor.split if cursor else None, checked=True)
         return view if view is not None else (self._database, None)
 
-    async def search(self, owner: Owner, args: dict[str, Any]) -> dict[str, Any]:
+    async def search(self, owner: Owner, args: HistorySearchArguments) -> dict[str, Any]:
         """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
         request = parse_request(args, owner.zone)
         terms = self._terms(owner, request) if request.around is None else None

@@ -105,9 +105,9 @@ def _field_stems(entry: Entry) -> dict[str, frozenset[str]]:
     }
 
 
-def memory_find(doc: MemoryDocument, words: Any) -> dict[str, Any]:
+def memory_find(doc: MemoryDocument, words: str) -> dict[str, Any]:
     """Entries sharing words with ``words`` (any word form), rarest shared words first."""
-    if not isinstance(words, str) or not words.strip():
+    if not words.strip():
         raise InvalidInput("memory_find needs `words`: the words to look for.")
     wanted = query_terms(words).stems
     if not wanted:

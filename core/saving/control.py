@@ -61,11 +61,10 @@ class Controls:
             return False
         return await owner_asks(self._gateway, ctx.owner.id, said, action, VERBS[verb])
 
-    async def forget(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
+    async def forget(self, ctx: TurnContext, path: str | None) -> dict[str, Any]:
         if ctx.origin is not TurnOrigin.OWNER_MESSAGE:
             return {"error": "memory_forget only runs in a turn started by an owner message; nothing was deleted."}
-        path = args.get("path")
-        if not isinstance(path, str) or not path:
+        if not path:
             return {"error": "memory_forget needs the path of the note to forget."}
         entry = ctx.document.get(path)
         if entry is None:
@@ -78,16 +77,14 @@ class Controls:
         log.info("memory_forget owner=%s path=%s", ctx.owner.id, path)
         return {"forgotten": path}
 
-    async def control(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
-        command = args.get("command")
+    async def control(self, ctx: TurnContext, command: str | None, quote: str | None) -> dict[str, Any]:
         if command not in ("stop", "resume", "clear"):
             return {"error": "memory_control needs command: stop, resume or clear."}
         allowed = (TurnOrigin.OWNER_MESSAGE,) if command == "clear" else (TurnOrigin.OWNER_MESSAGE, TurnOrigin.TASK)
         if ctx.origin not in allowed:
             return {"error": f"memory_control {command} needs work the owner started; nothing was changed."}
         said = await self._current_text(ctx)
-        quote = args.get("quote")
-        if said is None or not isinstance(quote, str) or normalized(quote) != normalized(said):
+        if said is None or quote is None or normalized(quote) != normalized(said):
             return {"error": "memory_control needs the owner's complete current message, quoted exactly; nothing was changed."}
         if not await self._trusted(ctx, said, f"{command} memory", command):
             return {"error": ASK_FIRST, "ask_owner": True}

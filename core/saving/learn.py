@@ -107,14 +107,13 @@ class Learner:
         kept = tuple(m for _, m in sorted(earlier.items()) if usable(m))
         return Sources(current if usable(current) else None, kept)
 
-    async def learn(self, ctx: TurnContext, args: dict[str, Any]) -> dict[str, Any]:
+    async def learn(self, ctx: TurnContext, message_ids: Sequence[int] | None) -> dict[str, Any]:
         if ctx.origin not in LEARN_ORIGINS or ctx.request_id is None:
             return {"error": "memory_learn only runs in work the owner started, with an owner message; nothing was saved."}
         if not ctx.owner.settings.saving_enabled:
             return {"error": "Saving is off for this owner; nothing was saved."}
-        named = args.get("message_ids") or []
-        if not isinstance(named, list) or len(named) > MAX_NAMED or not all(
-                isinstance(i, int) and not isinstance(i, bool) and 0 < i <= MAX_ID for i in named):
+        named = list(message_ids or ())
+        if len(named) > MAX_NAMED or not all(0 < i <= MAX_ID for i in named):
             return {"error": f"message_ids must be a list of at most {MAX_NAMED} message ids; nothing was saved."}
         current = await self._messages.get(ctx.request_id)
         if current is None or current.forwarded:  # someone else's words may not start a save

@@ -1,1 +1,1 @@
-"""The agent's tools, each a plain async function over the stores."""
+"""The agent's tools: one file per tool, one line in ``registry.TOOLS``."""

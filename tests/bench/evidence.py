@@ -27,6 +27,7 @@ from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from tests.bench.retrieval import CATEGORIES, DATA, SPLITS, _session_turns
+from tests.tool_calls import history_args
 
 
 async def _conversation(sample: dict[str, Any], db: Path, rows: dict[str, list[float]]) -> None:
@@ -52,7 +53,7 @@ async def _conversation(sample: dict[str, Any], db: Path, rows: dict[str, list[f
         args: dict[str, Any] = {"query": qa["question"], "limit": 20}
         try:
             for _ in range(5):
-                page = await search.search(owner, args)
+                page = await search.search(owner, history_args(args))
                 found += page["results"]
                 if not page["nextCursor"] or len(found) >= 100:
                     break

@@ -27,6 +27,7 @@ from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
+from tests.tool_calls import history_args
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 SPLITS = {"dev": range(0, 5), "test": range(5, 10)}
@@ -88,7 +89,7 @@ async def _score_conversation(sample: dict[str, Any], db: Path, totals: dict[str
         if qa["category"] not in CATEGORIES or not qa.get("evidence"):
             continue
         try:
-            answer = await search.search(owner, {"query": qa["question"], "limit": 50})
+            answer = await search.search(owner, history_args({"query": qa["question"], "limit": 50}))
             ranked = [dia_of[r["id"]] for r in answer["results"]]
         except Exception:  # noqa: BLE001 - a refused query scores zero, like a miss
             ranked = []

@@ -43,6 +43,7 @@ from core.storage.message_store import IMPORT_BATCH, MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from core.text import STOP_WORDS
+from tests.tool_calls import history_args
 
 START = datetime(2021, 1, 1, tzinfo=UTC)
 VOCABULARY = 60_000
@@ -186,17 +187,17 @@ async def nod_rows(name: str, search: HistorySearch, owner: Owner, batch: list[Q
     year = {"from": (last - timedelta(days=400)).date().isoformat(), "to": (last - timedelta(days=35)).date().isoformat()}
 
     async def first(q: str) -> Any:
-        return await search.search(owner, {"query": q})
+        return await search.search(owner, history_args({"query": q}))
 
     async def dated(q: str) -> Any:
-        return await search.search(owner, {"query": q, **year})
+        return await search.search(owner, history_args({"query": q, **year}))
 
     async def fifth(q: str) -> Any:
-        answer = await search.search(owner, {"query": q})
+        answer = await search.search(owner, history_args({"query": q}))
         for _ in range(4):
             if not answer.get("nextCursor"):
                 return answer
-            answer = await search.search(owner, {"query": q, "cursor": answer["nextCursor"]})
+            answer = await search.search(owner, history_args({"query": q, "cursor": answer["nextCursor"]}))
         return answer
 
     gc.collect()
@@ -302,7 +303,7 @@ async def run_scale(size: int, query_count: int) -> None:
                  cli_import(texts, Path(tmp))]
         derived = await with_derived_index(f"sqlite+aiosqlite:///{db}", engine, rates)
         rows = await nod_rows("SQLite", derived, owner, batch)
-        rows.append(("Nod SQLite FTS5 only, page 1", await timed(batch, lambda q: search.search(owner, {"query": q}))))
+        rows.append(("Nod SQLite FTS5 only, page 1", await timed(batch, lambda q: search.search(owner, history_args({"query": q})))))
         await engine.dispose()
         base = percentiles(rows[0][1]["all"])[0]
         rows.append(("naive FTS5 (bm25() LIMIT 10 + count)", naive_fts5(db, batch)))

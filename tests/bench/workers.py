@@ -33,6 +33,7 @@ from core.storage.database import create_engine
 from core.storage.message_store import MessageStore
 from core.storage.owner_store import OwnerStore
 from tests.bench import scale
+from tests.tool_calls import history_args
 
 
 async def _worker(url: str, directory: str, texts: list[str], n: int) -> dict[str, list[float]]:
@@ -47,7 +48,7 @@ async def _worker(url: str, directory: str, texts: list[str], n: int) -> dict[st
     for k, query in enumerate(scale.queries(random.Random(100 + n), scale.vocabulary(random.Random(20261203)), len(texts))):
         await store.append(NewMessage(owner.id, Role.OWNER, texts[k], "bench", scale.START + timedelta(days=3000, seconds=rng.randint(0, 10**6))))
         t = time.perf_counter()
-        await search.search(owner, {"query": query.text})
+        await search.search(owner, history_args({"query": query.text}))
         spent = time.perf_counter() - t
         if k == 0:  # open the copied index, verify it, catch up, answer: reported as start-up, not steady state
             samples["start"].append(time.perf_counter() - began)

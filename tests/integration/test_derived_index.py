@@ -32,6 +32,7 @@ from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from core.storage.schema import messages
 from core.storage.thread_reads import ThreadReads
+from tests.tool_calls import history_args
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
@@ -60,11 +61,11 @@ async def test_a_search_answers_the_newest_messages_from_the_database_and_the_in
     thread = await store.active_thread(owner.id)
     view = await index.view(thread, first)
     assert view is not None and view[1] == 0  # nothing indexed yet: all of it from the tail
-    assert [r["id"] for r in (await search.search(owner, {"query": "island"}))["results"]] == [first]
+    assert [r["id"] for r in (await search.search(owner, history_args({"query": "island"})))["results"]] == [first]
     await index.caught_up()  # the catch-up the search started, in the background
     assert index.watermark == first
     second = await _say(store, owner, 2, "The island ferry was late")
-    answer = await search.search(owner, {"query": "islands ferry"})
+    answer = await search.search(owner, history_args({"query": "islands ferry"}))
     assert [r["id"] for r in answer["results"]] == [second, first] and answer["totalMatches"] == 2
     view = await index.view(thread, second)
     assert view is not None and view[1] == first  # the index up to first, the database after it
@@ -83,7 +84,7 @@ async def test_a_second_process_reads_when_caught_up_and_falls_back_when_behind(
     assert await reader.ready_for(first)
     later = await _say(store, owner, 2, "Dinner at the harbour too")
     assert not await reader.ready_for(later)  # cannot write: FTS5 answers instead, exactly
-    answer = await history_search(engine, store, reader).search(owner, {"query": "harbour"})
+    answer = await history_search(engine, store, reader).search(owner, history_args({"query": "harbour"}))
     assert sorted(r["id"] for r in answer["results"]) == [first, later] and answer["totalMatches"] == 2
     await engine.dispose()
 
@@ -98,7 +99,7 @@ async def test_an_index_of_another_format_is_rebuilt_from_the_database(tmp_path:
     index = DerivedIndex(folder, engine)
     assert (folder / "stale-file").exists()  # opened on first use, not when made
     assert index.watermark == 0 and not (folder / "stale-file").exists()
-    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, history_args({"query": "door"})))["results"]] == [message]
     await index.close()  # its background catch-up, still pending, would open a connection after dispose
     await engine.dispose()
 
@@ -119,7 +120,7 @@ async def test_an_index_tantivy_cannot_open_is_made_anew_unless_another_process_
     with open(folder / WRITER_LOCK, "a") as held:  # another process writing here: its files are kept
         fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         blocked = DerivedIndex(folder, engine, catch_up_every=None)
-        found = await history_search(engine, store, blocked).search(owner, {"query": "door"})
+        found = await history_search(engine, store, blocked).search(owner, history_args({"query": "door"}))
         assert [r["id"] for r in found["results"]] == [message]  # the database answered
         assert (folder / "meta.json").read_text() == meta
     lock = (folder / WRITER_LOCK).stat().st_ino
@@ -128,7 +129,7 @@ async def test_an_index_tantivy_cannot_open_is_made_anew_unless_another_process_
     assert (folder / WRITER_LOCK).stat().st_ino == lock  # the same lock file: never split in two
     assert json.loads((folder / "nod-format.json").read_text())["format"] == FORMAT
     assert await index.ready_for(message) and index.watermark == message
-    found = await history_search(engine, store, index).search(owner, {"query": "door"})
+    found = await history_search(engine, store, index).search(owner, history_args({"query": "door"}))
     assert [r["id"] for r in found["results"]] == [message]
     await index.close()
     await engine.dispose()
@@ -142,7 +143,7 @@ async def test_a_new_index_stores_documents_in_small_blocks_and_never_replaces_a
     meta = json.loads((index.directory / "meta.json").read_text())
     assert meta["index_settings"] == {**meta["index_settings"], **SETTINGS} and meta["segments"]  # kept by commits
     assert not list(index.directory.glob("meta.*.nod"))
-    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, history_args({"query": "door"})))["results"]] == [message]
     await index.close()
     other = tmp_path / "other"  # a meta file already there (another process made the index first)
     other.mkdir()
@@ -190,7 +191,7 @@ async def test_a_directory_that_is_not_a_nod_index_is_never_emptied(tmp_path: Pa
     index = DerivedIndex(folder, engine)
     search = history_search(engine, store, index)
     for _ in range(2):  # the database answers, every time, and the refusal is logged once
-        assert [r["id"] for r in (await search.search(owner, {"query": "door"}))["results"]] == [message]
+        assert [r["id"] for r in (await search.search(owner, history_args({"query": "door"})))["results"]] == [message]
     await index.warm()
     assert (folder / "thesis.tex").read_text() == "three years of work"
     assert sorted(p.name for p in folder.rglob("*")) == ["drafts", "intro.tex", "thesis.tex"]
@@ -206,7 +207,7 @@ async def test_a_marker_left_half_written_by_a_crash_still_reads_as_nod_s(tmp_pa
     (folder / "nod-format.json.new").write_text('{"form')  # died before the rename
     message = await _say(store, owner, 1, "Remember the blue door")
     index = DerivedIndex(folder, engine)
-    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, {"query": "door"}))["results"]] == [message]
+    assert [r["id"] for r in (await history_search(engine, store, index).search(owner, history_args({"query": "door"})))["results"]] == [message]
     await index.caught_up()
     assert index.watermark == message and json.loads((folder / "nod-format.json").read_text())["format"]
     await engine.dispose()
@@ -335,12 +336,12 @@ async def test_a_later_page_on_an_index_behind_the_first_page_s_split_catches_up
     ids = [await _say(store, owner, n, f"harbour note {n}") for n in range(30)]
     ahead = DerivedIndex(tmp_path / "worker-a", engine, catch_up_every=None)
     assert await ahead.ready_for(ids[-1])
-    first = await history_search(engine, store, ahead).search(owner, {"query": "harbour", "limit": 10})
+    first = await history_search(engine, store, ahead).search(owner, history_args({"query": "harbour", "limit": 10}))
     behind = DerivedIndex(tmp_path / "worker-b", engine, catch_up_every=None)  # its own, empty index
     thread = await store.active_thread(owner.id)
     assert (await behind.view(thread, ids[-1], split=ids[-1])) is not None and behind.watermark == ids[-1]
     second = await history_search(engine, store, behind).search(
-        owner, {"query": "harbour", "limit": 10, "cursor": first["nextCursor"]})
+        owner, history_args({"query": "harbour", "limit": 10, "cursor": first["nextCursor"]}))
     assert not {r["id"] for r in first["results"]} & {r["id"] for r in second["results"]}
     await ahead.close()
     await behind.close()
@@ -451,12 +452,12 @@ async def test_on_postgresql_a_message_committed_after_a_newer_one_is_never_pass
             newer = await _say(store, owner, 3, "Another ferry on Sunday")  # commits first, with a larger id
             assert newer > late
             assert not await index.ready_for(newer) and index.watermark == first  # not past the id in flight
-            answer = await search.search(owner, {"query": "ferry"})  # the database answers meanwhile
+            answer = await search.search(owner, history_args({"query": "ferry"}))  # the database answers meanwhile
             assert sorted(r["id"] for r in answer["results"]) == [first, newer]
             await transaction.commit()
         await index.caught_up()  # the search's background catch-up, if it still runs, holds the lock
         assert await index.ready_for(newer) and index.watermark == newer
-        answer = await search.search(owner, {"query": "ferry"})
+        answer = await search.search(owner, history_args({"query": "ferry"}))
         assert sorted(r["id"] for r in answer["results"]) == [first, late, newer]
         assert index.count(("ferri",), Scope(thread_id=thread, snapshot=newer)) == 3  # the late one is in the index
         await index.close()
@@ -486,7 +487,7 @@ async def _walk(search: Any, owner: Owner, call: dict[str, Any]) -> list[Any]:
     """Every page of one search, answers whole (order, flags, neighbours, totals)."""
     answers, cursor = [], None
     while True:
-        answer = await search.search(owner, {**call, **({"cursor": cursor} if cursor else {})})
+        answer = await search.search(owner, history_args({**call, **({"cursor": cursor} if cursor else {})}))
         cursor = answer.pop("nextCursor")
         answers.append(answer)
         if not cursor:
@@ -540,12 +541,12 @@ async def test_pages_keep_one_order_when_the_index_catches_up_between_them(tmp_p
     call = {"query": "ferry island", "limit": 5}
     paged, cursor = [], None
     while True:
-        answer = await search.search(owner, {**call, **({"cursor": cursor} if cursor else {})})
+        answer = await search.search(owner, history_args({**call, **({"cursor": cursor} if cursor else {})}))
         paged += [r["id"] for r in answer["results"]]
         if not (cursor := answer["nextCursor"]):
             break
         assert await index.ready_for(last)  # the index holds the tail from page two on
-    whole = [r["id"] for r in (await search.search(owner, {"query": "ferry island", "limit": 50}))["results"]]
+    whole = [r["id"] for r in (await search.search(owner, history_args({"query": "ferry island", "limit": 50})))["results"]]
     assert len(paged) == len(set(paged)) == 45 and paged == whole
     await index.close()
     await engine.dispose()
@@ -570,8 +571,8 @@ async def test_a_cursor_carries_counts_only_of_the_owner_s_own_thread(tmp_path: 
 
     call = {"query": "zanzibar", "limit": 1}
     # two messages; "zanzibar" in both texts and in the second one's context (the first): Bo's five never count
-    assert carried(await history_search(engine, store, index).search(ana, call)) == [2, {"zanzibar": 3}]
-    assert carried(await history_search(engine, store, None).search(ana, call)) is None
+    assert carried(await history_search(engine, store, index).search(ana, history_args(call))) == [2, {"zanzibar": 3}]
+    assert carried(await history_search(engine, store, None).search(ana, history_args(call))) is None
     await index.close()
     await engine.dispose()
 
@@ -672,14 +673,14 @@ async def test_what_another_owner_writes_moves_neither_the_frequencies_nor_the_o
     thread = await store.active_thread(ana.id)
     assert await index.ready_for(ferry)
     counts = await index.frequencies(["island", "ferry"], thread)
-    before = [r["id"] for r in (await search.search(ana, {"query": "island ferry"}))["results"]]
+    before = [r["id"] for r in (await search.search(ana, history_args({"query": "island ferry"})))["results"]]
     assert before == [ferry, island]  # "island" is also the ferry's context: the commoner word
     last = 0
     for n in range(30):  # another owner says "ferry" thirty times
         last = await _say(store, bo, 10 + n, f"Another ferry trip, number {n}")
     assert await index.ready_for(last)
     assert await index.frequencies(["island", "ferry"], thread) == counts == (2, {"island": 2, "ferri": 1})
-    after = [r["id"] for r in (await search.search(ana, {"query": "island ferry"}))["results"]]
+    after = [r["id"] for r in (await search.search(ana, history_args({"query": "island ferry"})))["results"]]
     assert after == before  # with index-wide counts "ferry" turned common and "island" came first
     await index.close()
     await engine.dispose()

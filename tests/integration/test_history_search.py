@@ -20,6 +20,7 @@ from core.storage.fulltext import FullText
 from core.storage.message_store import MessageStore
 from core.storage.owner_store import OwnerStore
 from core.text import FORMS, STOP_WORDS
+from tests.tool_calls import history_args
 
 T0 = datetime(2024, 5, 8, 12, 0, tzinfo=UTC)
 
@@ -66,7 +67,7 @@ class Chat:
     async def search(self, **args: Any) -> dict[str, Any]:
         if self.index is not None and MATCHER["kind"] == "derived":
             await self.index.warm()
-        return await self.search_service.search(self.owner, args)
+        return await self.search_service.search(self.owner, history_args(args))
 
 
 async def _chat(engine: AsyncEngine, name: str = "ana", tz: str = "UTC") -> Chat:
@@ -151,7 +152,7 @@ async def test_unsearchable_queries_get_a_clear_error(engine: AsyncEngine) -> No
         await chat.search(query="🎉 ?! ...")
     with pytest.raises(InvalidInput, match="10,000"):
         await chat.search(query="word " * 2_001)
-    for bad, pattern in [({"order": "oldest"}, "relevance or newest"), ({"limit": 0}, "limit"),
+    for bad, pattern in [({"order": "oldest"}, "'relevance' or 'newest'"), ({"limit": 0}, "limit"),
                          ({"from": "yesterday"}, "from"), ({"around": "x"}, "around"),
                          ({"colour": 1}, "no argument"), ({}, "Give a")]:
         with pytest.raises(InvalidInput, match=pattern):

@@ -29,7 +29,8 @@ from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.storage.owner_store import OwnerStore
-from core.tools.read_tools import ReadTools
+from core.tools.registry import Toolbox
+from tests.tool_calls import history_args, toolbox
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
@@ -65,7 +66,7 @@ async def test_a_replaced_database_rebuilds_its_index_and_shows_no_other_owners_
     engine, store, search = await _open(db)
     ana = await OwnerStore(engine).add("ana", "UTC", (), T0)
     await _say(store, ana, ["the lighthouse code is under the mat", "lighthouse keys with Rui", "lighthouse at dawn"])
-    assert (await search.search(ana, {"query": "lighthouse"}))["totalMatches"] == 3  # the index now holds them
+    assert (await search.search(ana, history_args({"query": "lighthouse"})))["totalMatches"] == 3  # the index now holds them
     await engine.dispose()
     _remove(db)  # the database goes; nod.db.search/ stays
     engine, store, search = await _open(db)
@@ -73,9 +74,9 @@ async def test_a_replaced_database_rebuilds_its_index_and_shows_no_other_owners_
     bo, cleo = await owners.add("bo", "UTC", (), T0), await owners.add("cleo", "UTC", (), T0)
     await _say(store, bo, ["my lighthouse trip was lovely"])
     await _say(store, cleo, ["cleo's private lighthouse diary", "cleo's lighthouse plans"])
-    answer = await search.search(bo, {"query": "lighthouse"})
+    answer = await search.search(bo, history_args({"query": "lighthouse"}))
     assert _texts(answer) == ["my lighthouse trip was lovely"] and answer["totalMatches"] == 1
-    answer = await search.search(cleo, {"query": "lighthouse"})
+    answer = await search.search(cleo, history_args({"query": "lighthouse"}))
     assert set(_texts(answer)) == {"cleo's lighthouse plans", "cleo's private lighthouse diary"}
     await engine.dispose()
 
@@ -97,7 +98,7 @@ async def test_a_replaced_database_whose_ids_mean_other_messages_is_never_search
     engine, store, search = await _open(db)
     bo = await OwnerStore(engine).add("bo", "UTC", (), T0)
     await _say(store, bo, ["tea at noon", "bread", "jam", "lighthouse keys"])
-    answer = await search.search(bo, {"query": "lighthouse"})
+    answer = await search.search(bo, history_args({"query": "lighthouse"}))
     assert answer["results"][0]["text"] == "lighthouse keys"
     assert not {"tea at noon", "bread"} & {r["text"] for r in answer["results"]}
     await engine.dispose()
@@ -113,24 +114,24 @@ async def test_a_database_restored_from_a_backup_is_caught_by_the_digest_of_its_
     shutil.copy(db, tmp_path / "backup.db")  # same database, same identity, one message
     engine, store, search = await _open(db)
     await _say(store, ana, ["harbour secret: the safe opens with 1975", "harbour lunch"])
-    assert (await search.search(ana, {"query": "harbour"}))["totalMatches"] == 3
+    assert (await search.search(ana, history_args({"query": "harbour"})))["totalMatches"] == 3
     await engine.dispose()
     _remove(db)
     shutil.copy(tmp_path / "backup.db", db)  # restored: ids 2 and 3 will be written again
     engine, store, search = await _open(db)
     await _say(store, bo, ["bo's harbour photos", "bo's harbour boat"])
-    answer = await search.search(bo, {"query": "harbour"})
+    answer = await search.search(bo, history_args({"query": "harbour"}))
     assert set(_texts(answer)) == {"bo's harbour boat", "bo's harbour photos"}
-    assert all("1975" not in t for t in _texts(await search.search(ana, {"query": "harbour safe"})))
+    assert all("1975" not in t for t in _texts(await search.search(ana, history_args({"query": "harbour safe"}))))
     await engine.dispose()
 
 
-async def _paged(tmp_path: Path) -> tuple[AsyncEngine, ReadTools, Owner, dict]:  # type: ignore[type-arg]
+async def _paged(tmp_path: Path) -> tuple[AsyncEngine, Toolbox, Owner, dict]:  # type: ignore[type-arg]
     engine, store, search = await _open(tmp_path / "nod.db")
     owner = await OwnerStore(engine).add("ana", "UTC", (), T0)
     await _say(store, owner, [f"boat trip number {n}" for n in range(15)])
-    tools = ReadTools(MemoryStore(ObjectStore(engine), SystemClock()), store, search)
-    first = await tools.run(owner, "history_search", {"query": "boat", "limit": 5})
+    tools = toolbox(MemoryStore(ObjectStore(engine), SystemClock()), store, search)
+    first = await tools.read_for_operator(owner, "history_search", {"query": "boat", "limit": 5})
     assert first["nextCursor"]
     return engine, tools, owner, first
 
@@ -145,11 +146,11 @@ def _forge(cursor: str, **changes: int) -> str:
 
 async def test_a_forged_cursor_is_refused_with_a_sentence(tmp_path: Path) -> None:
     engine, tools, owner, first = await _paged(tmp_path)
-    second = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": first["nextCursor"]})
+    second = await tools.read_for_operator(owner, "history_search", {"query": "boat", "limit": 5, "cursor": first["nextCursor"]})
     assert len(second["results"]) == 5  # a real cursor pages on
     for forged in (_forge(first["nextCursor"], offset=2**40), _forge(first["nextCursor"], snapshot=2**63),
                    _forge(first["nextCursor"], offset=6), first["nextCursor"].split(".")[0], "!!", "a.b.c"):
-        result = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": forged})
+        result = await tools.read_for_operator(owner, "history_search", {"query": "boat", "limit": 5, "cursor": forged})
         assert result == {"error": "That cursor is not one history_search returned; search again without it."}
     await engine.dispose()
 
@@ -168,7 +169,7 @@ async def test_a_validly_signed_cursor_still_cannot_ask_for_an_unbounded_offset(
                    Cursor(printed, 5, 2**30, None, 0, (9, (("boat", -5),))),
                    Cursor(printed, 5, 2**30, None, 0, (9, tuple((f"s{n}", 1) for n in range(MAX_STEMS + 1))))):
         token = encode(forged, key)
-        result = await tools.run(owner, "history_search", {"query": "boat", "limit": 5, "cursor": token})
+        result = await tools.read_for_operator(owner, "history_search", {"query": "boat", "limit": 5, "cursor": token})
         assert "error" in result and "cursor" in result["error"]
     assert fingerprint({}) != printed
     await engine.dispose()
@@ -184,8 +185,8 @@ async def test_numbers_and_dates_no_engine_can_take_are_a_sentence(tmp_path: Pat
     engine, store, search = await _open(tmp_path / "nod.db")
     owner = await OwnerStore(engine).add("ana", "UTC", (), T0)
     await _say(store, owner, ["boat"])
-    tools = ReadTools(MemoryStore(ObjectStore(engine), SystemClock()), store, search)
-    result = await tools.run(owner, "history_search", args)
+    tools = toolbox(MemoryStore(ObjectStore(engine), SystemClock()), store, search)
+    result = await tools.read_for_operator(owner, "history_search", args)
     assert set(result) == {"error"} and result["error"].endswith(".") and "unexpected" not in result["error"]
     await engine.dispose()
 
@@ -201,13 +202,13 @@ async def test_a_restore_that_rewrites_the_middle_but_not_the_last_row_is_still_
     await store.append(NewMessage(ana.id, Role.OWNER, "pear tart", "t", T0 + timedelta(minutes=1)))
     last = NewMessage(ana.id, Role.OWNER, "plum jam", "t", T0 + timedelta(minutes=2))
     await store.append(last)
-    assert (await search.search(ana, {"query": "pear"}))["totalMatches"] > 0  # indexed up to the last row
+    assert (await search.search(ana, history_args({"query": "pear"})))["totalMatches"] > 0  # indexed up to the last row
     await engine.dispose()
     _remove(db)
     shutil.copy(tmp_path / "backup.db", db)
     engine, store, search = await _open(db)  # a new process: its first check samples the whole index
     await store.append(NewMessage(ana.id, Role.OWNER, "apple crumble", "t", T0 + timedelta(minutes=1)))
     await store.append(last)  # the same last row as the index holds: only the sample can tell
-    answer = await search.search(ana, {"query": "apple"})
-    assert answer["totalMatches"] == 3 and (await search.search(ana, {"query": "pear"}))["totalMatches"] == 0
+    answer = await search.search(ana, history_args({"query": "apple"}))
+    assert answer["totalMatches"] == 3 and (await search.search(ana, history_args({"query": "pear"})))["totalMatches"] == 0
     await engine.dispose()

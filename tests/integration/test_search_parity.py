@@ -26,6 +26,7 @@ from core.storage.message_store import MessageStore
 from core.storage.migrations import migrate
 from core.storage.owner_store import OwnerStore
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
+from tests.tool_calls import history_args
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
 CONVERSATION = [
@@ -94,16 +95,16 @@ async def _answers(engine: AsyncEngine, derived: str | None = None) -> list[Any]
     for call in CALLS:
         if index is not None and derived == "indexed":
             await index.warm()
-        answer = await search.search(owner, call)
+        answer = await search.search(owner, history_args(call))
         answer.pop("nextCursor")  # opaque; paging itself is compared below
         if CALLS.index(call) in RANKED and call.get("limit") != 1:  # near-ties may differ: compare the set
             answer["results"] = sorted(r["id"] for r in answer["results"])
         answers.append(answer)
-    first = await search.search(owner, {"query": "Kyoto", "limit": 2})
+    first = await search.search(owner, history_args({"query": "Kyoto", "limit": 2}))
     pages = [r["id"] for r in first["results"]]
     cursor = first["nextCursor"]
     while cursor:
-        more = await search.search(owner, {"query": "Kyoto", "limit": 2, "cursor": cursor})
+        more = await search.search(owner, history_args({"query": "Kyoto", "limit": 2, "cursor": cursor}))
         pages += [r["id"] for r in more["results"]]
         cursor = more["nextCursor"]
     assert len(pages) == len(set(pages)) == first["totalMatches"]

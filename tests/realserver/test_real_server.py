@@ -19,7 +19,6 @@ import pytest
 
 from core.agent.budgets import AGENT_MAX_TOKENS, memory_max_tokens, scaled
 from core.agent.model import ToolCall
-from core.agent.tools import TOOL_SPECS
 from core.errors import AnswerCut, UnreadableAnswer
 from core.evidence import check, selection
 from core.gmail import style
@@ -34,6 +33,7 @@ from core.message import NewMessage, Role
 from core.saving import learn, trust
 from core.skills import learned
 from core.structured import Answer
+from core.tools.registry import TOOL_SPECS
 from tests.realserver.harness import AGENT_DEADLINE_S, MEMORY_DEADLINE_S, NOW, Real, make_real
 from tests.realserver.recorder import note_parsed
 

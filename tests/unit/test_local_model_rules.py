@@ -14,9 +14,9 @@ from adapters.openai_model.transport import refused_request
 from bot.settings import Settings
 from core.agent.budgets import AGENT_MAX_TOKENS, MEMORY_MAX_TOKENS, MIN_TOKENS, memory_max_tokens, scaled
 from core.agent.framing import CONTEXT_CLOSE, CONTEXT_OPEN, unframed
-from core.agent.tools import TOOLS
 from core.evidence.selection import EvidenceChoice
 from core.structured import parse_answer, parse_arguments
+from core.tools.registry import TOOLS
 from tests.unit.test_schemas import ANSWERS
 
 
@@ -42,7 +42,7 @@ def test_framing_a_model_copied_is_cut_and_nothing_else(echoed: str, kept: str) 
 
 @pytest.mark.parametrize("tool", [t for t in TOOLS if t.actions], ids=lambda t: t.name)
 def test_a_multi_action_tool_shows_one_strict_object_per_action_each_accepted_by_its_handler(tool: Any) -> None:
-    branches = tool.parameters()["anyOf"]
+    branches = tool.spec().parameters["anyOf"]
     handled = set(tool.arguments.model_fields["action"].annotation.__args__)
     assert sorted(b["properties"]["action"]["enum"][0] for b in branches) == sorted(handled)  # each action once
     for branch in branches:

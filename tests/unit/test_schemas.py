@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from core.agent.tools import TOOL_SPECS
 from core.errors import UnreadableAnswer
 from core.evidence.check import ReplyVerdict
 from core.evidence.selection import EvidenceChoice, EvidenceRanking
@@ -15,6 +14,7 @@ from core.saving.learn import LearnedNotes
 from core.saving.trust import TrustVerdict
 from core.skills.learned import SkillRewrite
 from core.structured import Answer, parse_answer, strict_problems, strict_schema
+from core.tools.registry import TOOL_SPECS
 
 ANSWERS: tuple[type[Answer], ...] = (EvidenceChoice, EvidenceRanking, ReplyVerdict, LearnedNotes, TrustVerdict,
                                      Reflection, Digest, SkillRewrite, WritingStyle)

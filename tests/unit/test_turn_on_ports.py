@@ -16,7 +16,6 @@ from core.agent.conductor import Conductor
 from core.agent.gateway import Gateway, ModelRoles
 from core.agent.model import ChatReply, ToolCall
 from core.agent.spending import Spending
-from core.agent.tools import TurnTools
 from core.agent.turn import TurnDeps
 from core.agent.turn_context import TurnOrigin, begin
 from core.agent.usage import PriceTable
@@ -31,9 +30,9 @@ from core.owner import Identity, Owner
 from core.replies import Reply
 from core.saving.control import Controls
 from core.saving.learn import Learner
-from core.saving.personal import ManagePersonalContext
 from core.skills.learned import LearnedSkills
-from core.tools.read_tools import ReadTools
+from core.tools.registry import Toolbox
+from core.tools.services import ToolServices
 from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryMessages, MemoryOwners, MemoryUsage, NoConversation, QueueModel
 
 START = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
@@ -70,10 +69,10 @@ async def _world(agent: QueueModel, memory: QueueModel | None = None) -> World:
     roles = ModelRoles("agent-x", "memory-x" if memory else None)
     gateway = Gateway(roles, agent, memory, usage, PriceTable({}), clock)
     history = HistorySearch(messages, NoConversation(), FixedKeys())
-    personal = ManagePersonalContext(Learner(gateway, messages, docs, clock), Controls(gateway, messages, docs, owners))
     selector = Selector(gateway, history, messages, clock)
     deps = TurnDeps(gateway, Spending(usage, owners, clock, None), messages, owners, docs, NoConversation(),
-                    TurnTools(ReadTools(docs, messages, history), personal, LearnedSkills(gateway, docs, clock)), clock,
+                    Toolbox(ToolServices(docs, messages, history, Learner(gateway, messages, docs, clock),
+                                         Controls(gateway, messages, docs, owners), LearnedSkills(gateway, docs, clock), clock)), clock,
                     evidence=selector,
                     check=ReplyChecker(gateway, selector))
     sink = Sink()
