@@ -17,7 +17,6 @@ the "Learned skills" and "Let go" (archived) sections are left out.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from dataclasses import replace as _with
 from datetime import date, datetime
@@ -27,6 +26,7 @@ from core.memory import document as ops
 from core.memory.limits import MAX_SLUG, MAX_TEXT
 from core.memory.model import ARCHIVED_LABEL, AREA_TITLES, AREAS, MemoryDocument, Origin
 from core.secrets import find_secret
+from core.text import fact_key
 
 _HEADING = re.compile(r"^#{1,6}\s+(.*)$")
 _BULLET = re.compile(r"^\s*[-*•]\s+(.*)$")
@@ -107,15 +107,8 @@ def split_answer(answer: str) -> list[Candidate]:
     return found
 
 
-def normalized(text: str) -> str:
-    """Case, accents, punctuation and spacing folded: what "the same note" compares."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    folded = "".join(c for c in folded if not unicodedata.combining(c))
-    return " ".join(re.sub(r"[^\w\s]", " ", folded).split())
-
-
 def _slug(text: str, taken: set[str], area: str) -> str:
-    base = "-".join(normalized(text).split()[:6]).encode("ascii", "ignore").decode()
+    base = "-".join(fact_key(text).split()[:6]).encode("ascii", "ignore").decode()
     base = re.sub(r"[^a-z0-9-]", "", base).strip("-")[: MAX_SLUG - 4] or "note"
     slug, n = base, 2
     while f"{area}/{slug}" in taken:
@@ -129,26 +122,26 @@ def _skip_reason(candidate: Candidate, known: set[str]) -> str | None:
     kind = find_secret(candidate.text)
     if kind:
         return f"looks like a secret ({kind})"
-    if normalized(candidate.text) in known:
+    if fact_key(candidate.text) in known:
         return "already saved"
     return None
 
 
 def preview(doc: MemoryDocument, answer: str) -> list[tuple[Candidate, str | None]]:
     """The pasted answer split into notes, each with why it would be skipped (None: it would be saved)."""
-    known = {normalized(e.text) for e in doc.entries}
+    known = {fact_key(e.text) for e in doc.entries}
     found = []
     for candidate in split_answer(answer):
         reason = _skip_reason(candidate, known)
         if reason is None:
-            known.add(normalized(candidate.text))
+            known.add(fact_key(candidate.text))
         found.append((candidate, reason))
     return found
 
 
 def import_candidates(doc: MemoryDocument, candidates: list[Candidate], now: datetime) -> ImportResult:
     """Save the candidates as stated notes, word for word, skipping what the rules skip (with why)."""
-    known = {normalized(e.text) for e in doc.entries}
+    known = {fact_key(e.text) for e in doc.entries}
     taken = {e.path for e in doc.entries}
     saved: list[str] = []
     skipped: list[tuple[str, str]] = []
@@ -170,7 +163,7 @@ def import_candidates(doc: MemoryDocument, candidates: list[Candidate], now: dat
             skipped.append((preview_words, str(exc).removeprefix("Not saved: ").rstrip(".")))
             continue
         doc = ops.add_entry(doc, entry)
-        known.add(normalized(candidate.text))
+        known.add(fact_key(candidate.text))
         taken.add(path)
         saved.append(path)
     return ImportResult(doc, tuple(saved), tuple(skipped))
