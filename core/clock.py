@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Protocol
+
+MODEL_TIME = "%A %Y-%m-%d %H:%M"
+
+
+def model_time(moment: datetime, zone: tzinfo) -> str:
+    """A moment as every model reads it — the owner's local weekday, date and minute ("Thursday
+    2026-12-03 09:00"): one form in the context, the tool results and the memory calls, so a model
+    never reconciles two, and the weekday is there for "last Sunday"."""
+    return moment.astimezone(zone).strftime(MODEL_TIME)
 
 
 class Clock(Protocol):

@@ -28,6 +28,7 @@ from datetime import datetime
 
 from core.agent.framing import CONTEXT_CLOSE, CONTEXT_OPEN, EVIDENCE_HEADING, MEMORY_HEADING, RELATED_HEADING
 from core.agent.model import Message
+from core.clock import model_time
 from core.message import Role, StoredMessage
 from core.owner import Owner
 from core.skills.guides import guide_lines
@@ -82,7 +83,7 @@ class TurnInputs:
 
 
 def _stamp(message: StoredMessage, owner: Owner) -> str:
-    return message.sent_at.astimezone(owner.zone).strftime("%Y-%m-%d %H:%M")
+    return model_time(message.sent_at, owner.zone)
 
 
 VOICE_MARK = "[voice note, transcribed]"
@@ -136,7 +137,7 @@ def turn_context_block(inputs: TurnInputs) -> str:
     """What changes every turn, labelled as the server's, for the final user message."""
     owner = inputs.owner
     local = inputs.now.astimezone(owner.zone)
-    parts = [CONTEXT_OPEN, f"Now: {local.strftime('%A %Y-%m-%d %H:%M')} ({owner.time_zone})."]
+    parts = [CONTEXT_OPEN, f"Now: {model_time(local, owner.zone)} ({owner.time_zone})."]
     if inputs.related:
         lines = [f"- message {m.id}, {_stamp(m, owner)}: {m.text}" for m in inputs.related]
         parts.append(f"{RELATED_HEADING}\n" + "\n".join(lines))

@@ -28,7 +28,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from core.agent.gateway import Gateway
 from core.agent.turn_context import TurnContext, TurnOrigin
-from core.clock import Clock
+from core.clock import Clock, model_time
 from core.errors import ConfigError, ModelError, NodError
 from core.evidence.packet import MessageRecord, NoteRecord, build_packet
 from core.history.request import HistorySearchArguments
@@ -188,7 +188,7 @@ class Selector:
         tail = await self._messages.thread_tail(ctx.thread_id, RECENT_FOR_SELECTION + 1)
         recent = [{"role": m.role.value, "text": m.text[:1_000]} for m in tail if m.id != request.id]
         return {
-            "now": self._clock.now().astimezone(zone).strftime("%A %Y-%m-%d %H:%M"),
+            "now": model_time(self._clock.now(), zone),
             "time_zone": ctx.owner.time_zone,
             "recent": recent[-RECENT_FOR_SELECTION:],
             "request": request.text,

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from core.clock import model_time
 from core.errors import IndexFailure, InvalidInput, NotFound
 from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
 from core.history.preceding import preceding
@@ -231,7 +232,7 @@ def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:
     text, truncated = cut(message.text, limit)
     rendered: dict[str, Any] = {
         "id": message.id, "role": message.role.value,
-        "sent_at": message.sent_at.astimezone(owner.zone).isoformat(timespec="seconds"),
+        "sent_at": model_time(message.sent_at, owner.zone),
         "text": text,
     }
     if truncated:

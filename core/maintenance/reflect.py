@@ -20,7 +20,7 @@ from datetime import timedelta
 from functools import partial
 
 from core.agent.gateway import Gateway
-from core.clock import Clock
+from core.clock import Clock, model_time
 from core.errors import ConfigError, ModelError
 from core.maintenance.operations import Applied, Reflection, apply_operations
 from core.memory.model import MemoryDocument
@@ -108,7 +108,7 @@ class Reflector:
         zone = owner.zone
         payload = {
             "memory_index": index_lines(doc),
-            "messages": [{"id": m.id, "sent_at": m.sent_at.astimezone(zone).strftime("%A %Y-%m-%d %H:%M"), "text": m.text}
+            "messages": [{"id": m.id, "sent_at": model_time(m.sent_at, zone), "text": m.text}
                          for m in batch],
         }
         prompt = [{"role": "system", "content": INSTRUCTIONS},

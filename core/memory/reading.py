@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+from core.clock import model_time
 from core.errors import InvalidInput, NotFound
 from core.memory.model import AREAS, Entry, MemoryDocument
 from core.memory.quotes import quote_matches
@@ -67,7 +68,7 @@ async def read_entry(
         "path": entry.path, "text": entry.text, "abstract": entry.abstract,
         "status": entry.status.value, "label": label_of(entry), "origin": entry.origin.value,
         "sources": [
-            {"id": i, "sent_at": owned[i].sent_at.astimezone(zone).isoformat(timespec="seconds") if i in owned else None}
+            {"id": i, "sent_at": model_time(owned[i].sent_at, zone) if i in owned else None}
             for i in entry.source_ids
         ],
         "evidence_count": len(entry.source_ids),

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from core.agent.gateway import Gateway
 from core.agent.turn_context import TurnContext, TurnOrigin
-from core.clock import Clock
+from core.clock import Clock, model_time
 from core.errors import ConfigError, InvalidInput, ModelError, UnreadableAnswer
 from core.history.cursor import MAX_ID
 from core.memory import document as ops
@@ -149,7 +149,7 @@ class Learner:
         zone = ctx.owner.zone
 
         def show(m: StoredMessage) -> dict[str, Any]:
-            return {"id": m.id, "sent_at": m.sent_at.astimezone(zone).isoformat(timespec="minutes"), "text": m.text}
+            return {"id": m.id, "sent_at": model_time(m.sent_at, zone), "text": m.text}
 
         payload = {
             "memory_index": index_lines(doc),

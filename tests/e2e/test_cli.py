@@ -206,7 +206,7 @@ def test_nod_tool_runs_read_tools_one_at_a_time_and_in_batches(cli: Nod, here: P
     assert single.returncode == 0, single.stderr
     answer = json.loads(single.stdout)
     assert answer["results"][0]["text"] == "We own two properties in Braga"
-    assert answer["results"][0]["sent_at"] == "2024-05-08T10:00:00+01:00"
+    assert answer["results"][0]["sent_at"] == "Wednesday 2024-05-08 10:00"
 
     refused = cli("tool", "--owner", "ana", "memory_read", '{"path": "hobbies"}')
     assert refused.returncode == 1 and "Areas: about" in one_sentence(refused)
