@@ -53,22 +53,24 @@ class Channels:
 
 
 def _telegram(settings: Settings, pauses: Pauses) -> TelegramChannel | None:
-    if not settings.telegram_bot_token:
+    if not settings.on("telegram"):
         return None
+    assert settings.telegram_bot_token  # what "on" means (PARTS), said again for the type checker
     return TelegramChannel(TelegramConfig(
         settings.telegram_bot_token, settings.telegram_api_base_url or DEFAULT_TELEGRAM_API,
         settings.telegram_webhook_url, settings.telegram_webhook_secret, pauses))
 
 
 def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
-    if not (settings.twilio_account_sid and settings.twilio_auth_token and settings.twilio_whatsapp_from
-            and settings.public_url):
+    if not settings.on("whatsapp"):
         return None
-    client = build_client(settings.twilio_account_sid, settings.twilio_auth_token, settings.twilio_api_base_url)
-    media = TwilioMedia(settings.twilio_account_sid, settings.twilio_auth_token, settings.twilio_api_base_url)
-    sender = TwilioSender(client, settings.twilio_whatsapp_from, template_sid=settings.twilio_reminder_content_sid)
-    return WhatsAppChannel(sender, settings.twilio_auth_token,
-                           settings.public_url, media)
+    sid, token, sender_id, public_url = (settings.twilio_account_sid, settings.twilio_auth_token,
+                                         settings.twilio_whatsapp_from, settings.public_url)
+    assert sid and token and sender_id and public_url  # what "on" means (PARTS), said again for the type checker
+    client = build_client(sid, token, settings.twilio_api_base_url)
+    media = TwilioMedia(sid, token, settings.twilio_api_base_url)
+    sender = TwilioSender(client, sender_id, template_sid=settings.twilio_reminder_content_sid)
+    return WhatsAppChannel(sender, token, public_url, media)
 
 
 @asynccontextmanager

@@ -18,7 +18,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -93,6 +94,13 @@ class Settings(BaseSettings):
     # PostgreSQL: where this host keeps the derived search index (SQLite keeps it beside nod.db)
     search_index_dir: str | None = Field(None, validation_alias=_var("NOD_SEARCH_INDEX_DIR"))
     reads_environment: ClassVar[bool] = False
+
+    def missing(self, part: str) -> tuple[str, ...]:
+        """The variables ``part`` (a key of PARTS) still needs, by their names; empty when it is on."""
+        return tuple(_names(field)[0] for field in PARTS[part].needs if not getattr(self, field))
+
+    def on(self, part: str) -> bool:
+        return not self.missing(part)
 
     @classmethod
     def settings_customise_sources(
@@ -205,16 +213,27 @@ def variable_names() -> tuple[str, ...]:
     return tuple(name for field in Settings.model_fields for name in _names(field) if name not in _OLDER_NAMES)
 
 
-_REQUIRED_WHEN = (
-    ("telegram_webhook_url", "telegram_webhook_secret"),
-    ("telegram_webhook_url", "telegram_bot_token"),
-    ("twilio_account_sid", "twilio_auth_token"),
-    ("twilio_account_sid", "twilio_whatsapp_from"),
-    ("twilio_account_sid", "public_url"),
-    ("google_client_id", "google_client_secret"),
-    ("google_client_id", "secret_key"),  # seals the refresh token and signs the page the button is on
-    ("google_client_id", "public_url"),  # Google redirects the browser to NOD_PUBLIC_URL/oauth/google/callback
-)
+@dataclass(frozen=True)
+class Part:
+    """A part of Nod that is on when all its settings are set. With ``switch``, setting the first
+    alone is a mistake reported at start (the operator meant to turn it on); without, the part is
+    simply off until both are set (the page's two settings also serve Gmail)."""
+
+    needs: tuple[str, ...]
+    switch: bool = True
+
+
+# The one place that says when each part is on: nod run's channels, its start summary, the
+# page and Gmail wiring, and the start-up check all read it.
+PARTS: dict[str, Part] = {
+    "telegram": Part(("telegram_bot_token",)),
+    "telegram webhook": Part(("telegram_webhook_url", "telegram_webhook_secret", "telegram_bot_token")),
+    "whatsapp": Part(("twilio_account_sid", "twilio_auth_token", "twilio_whatsapp_from", "public_url")),
+    "page": Part(("public_url", "secret_key"), switch=False),
+    # the secret key seals the refresh token and signs the page the button is on; Google redirects the
+    # browser to NOD_PUBLIC_URL/oauth/google/callback
+    "gmail": Part(("google_client_id", "google_client_secret", "secret_key", "public_url")),
+}
 
 
 def _sentence(error: ValidationError) -> str:
@@ -230,11 +249,12 @@ def _sentence(error: ValidationError) -> str:
 def check(settings: Settings) -> Settings:
     """The rules across variables: an enabled part needs its secrets, all of them named at once."""
     missing: dict[str, list[str]] = {}
-    for enabling, needed in _REQUIRED_WHEN:
-        if getattr(settings, enabling) and not getattr(settings, needed):
-            missing.setdefault(_names(enabling)[0], []).append(_names(needed)[0])
+    for name, part in PARTS.items():
+        if part.switch and getattr(settings, part.needs[0]) and settings.missing(name):
+            needed = missing.setdefault(_names(part.needs[0])[0], [])
+            needed += [n for n in settings.missing(name) if n not in needed]
     if missing:  # one sentence for every part, so a restart never uncovers the next one
-        raise ConfigError("; ".join(f"{enabling} is set, so {_and(needed)} must be set too"
+        raise ConfigError("; ".join(f"{enabling} is set, so {joined(needed)} must be set too"
                                     for enabling, needed in missing.items()) + ".")
     if settings.secret_key is not None and len(settings.secret_key) < MIN_SECRET_KEY_CHARS:
         raise ConfigError(f"NOD_SECRET_KEY must be at least {MIN_SECRET_KEY_CHARS} characters: it signs the page's "
@@ -249,7 +269,8 @@ def check(settings: Settings) -> Settings:
     return settings
 
 
-def _and(names: list[str]) -> str:
+def joined(names: Sequence[str]) -> str:
+    """"A", "A and B", "A, B and C"."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 

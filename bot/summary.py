@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.engine import make_url
 
 from adapters.whatsapp.channel import PATH as WHATSAPP_PATH
-from bot.settings import Settings
+from bot.settings import Settings, joined
 
 WIDTH = 14
 
@@ -27,7 +27,7 @@ def _server(base_url: str | None) -> str:
 
 
 def _telegram(s: Settings) -> str:
-    if not s.telegram_bot_token:
+    if not s.on("telegram"):
         return "off: set TELEGRAM_BOT_TOKEN (from @BotFather)"
     if s.telegram_webhook_url:
         return f"on, webhook {s.telegram_webhook_url}"
@@ -35,24 +35,22 @@ def _telegram(s: Settings) -> str:
 
 
 def _whatsapp(s: Settings) -> str:
-    needed = [name for name, value in (("TWILIO_ACCOUNT_SID", s.twilio_account_sid), ("TWILIO_AUTH_TOKEN", s.twilio_auth_token),
-                                       ("TWILIO_WHATSAPP_FROM", s.twilio_whatsapp_from), ("NOD_PUBLIC_URL", s.public_url))
-              if not value]
+    needed = s.missing("whatsapp")
     if needed:
-        return "off: set " + ", ".join(needed)
+        return "off: set " + joined(needed)
     return f"on, Twilio from {s.twilio_whatsapp_from}, webhook {str(s.public_url).rstrip('/')}{WHATSAPP_PATH}"
 
 
 def _page(s: Settings) -> str:
-    needed = [name for name, value in (("NOD_PUBLIC_URL", s.public_url), ("NOD_SECRET_KEY", s.secret_key)) if not value]
+    needed = s.missing("page")
     if needed:
-        return "off: set " + " and ".join(needed)
+        return "off: set " + joined(needed)
     return f"on, {str(s.public_url).rstrip('/')}/settings/memory (links from /settings)"
 
 
 def _gmail(s: Settings) -> str:
-    if not s.google_client_id:
-        return "off: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (the writing style from sent mail)"
+    if not s.on("gmail"):
+        return f"off: set {joined(s.missing('gmail'))} (the writing style from sent mail)"
     return "on, owners connect it from the memory page or nod gmail connect"
 
 
@@ -89,7 +87,7 @@ def start_summary(settings: Settings, search_index: Path | None) -> str:
         _line("search index", str(search_index.resolve()) if search_index
               else "PostgreSQL's own full text (set NOD_SEARCH_INDEX_DIR for the derived index)"),
     ]
-    if not settings.telegram_bot_token and whatsapp.startswith("off"):
+    if not settings.on("telegram") and not settings.on("whatsapp"):
         lines.append("No channel is on: talk to Nod here with `nod chat --owner NAME`, or set TELEGRAM_BOT_TOKEN "
                      "or the TWILIO_* settings.")
     return "\n".join(lines)

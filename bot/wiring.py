@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.settings import Settings
+from bot.settings import Settings, joined
 from core.agent.conductor import Conductor, ReplySink
 from core.agent.gateway import Gateway, ModelRoles
 from core.agent.model import ChatModel
@@ -165,22 +165,20 @@ def history_search(engine: AsyncEngine, messages: MessageStore, index: DerivedIn
 
 def _page(settings: Settings, engine: AsyncEngine, clock: Clock) -> tuple[PageAccess | None, str]:
     """The memory page's sign-in, or None and the one sentence /settings answers instead."""
-    missing = [name for name, value in (("NOD_SECRET_KEY", settings.secret_key), ("NOD_PUBLIC_URL", settings.public_url))
-               if not value]
+    missing = settings.missing("page")
     if missing:
-        return None, f"The memory page is off: the operator sets {' and '.join(missing)} to turn it on."
-    assert settings.public_url and settings.secret_key
+        return None, f"The memory page is off: the operator sets {joined(missing)} to turn it on."
+    assert settings.public_url and settings.secret_key  # what "on" means (PARTS), said again for the type checker
     return PageAccess(PageConfig(settings.public_url, settings.secret_key), PageStore(engine), clock), ""
 
 
 def _gmail(settings: Settings, engine: AsyncEngine, gateway: Gateway, memory: MemoryStore, owners: OwnerStore,
            clock: Clock, spending: Spending) -> tuple[GmailLink | None, str]:
     """The Gmail writing style's connection and runs, or None and the sentence the page and CLI say instead."""
-    if not (settings.google_client_id and settings.google_client_secret):
-        return None, ("Gmail is not set up on this server: the operator sets GOOGLE_CLIENT_ID and "
-                      "GOOGLE_CLIENT_SECRET (see the README).")
-    if not (settings.secret_key and settings.public_url):
-        return None, "Gmail needs the memory page: the operator sets NOD_SECRET_KEY and NOD_PUBLIC_URL."
+    missing = settings.missing("gmail")
+    if missing:
+        return None, f"Gmail is not set up on this server: the operator sets {joined(missing)}."
+    assert settings.google_client_id and settings.google_client_secret and settings.secret_key and settings.public_url
     from adapters.gmail.mail import GmailMail  # the Google libraries load only when Gmail is set up
     from adapters.gmail.oauth import GoogleClient, GoogleOAuth
 

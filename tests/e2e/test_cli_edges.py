@@ -138,7 +138,7 @@ def test_nod_page_prints_a_one_time_link_and_revokes_sessions(here: Path, cli: N
     assert cli("owners", "add", "ana").returncode == 0
     off = cli("page", "--owner", "ana")
     assert off.returncode == 1 and one_sentence(off) == (
-        "nod: The memory page is off: the operator sets NOD_SECRET_KEY and NOD_PUBLIC_URL to turn it on.")
+        "nod: The memory page is off: the operator sets NOD_PUBLIC_URL and NOD_SECRET_KEY to turn it on.")
     page = {"NOD_SECRET_KEY": "s3cret-s3cret-s3cret", "NOD_PUBLIC_URL": "https://nod.example.org"}
     link = cli("page", "--owner", "ana", **page)
     assert link.returncode == 0 and link.stdout.startswith("https://nod.example.org/settings/memory?t=")

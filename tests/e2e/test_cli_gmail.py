@@ -15,7 +15,7 @@ def test_without_a_google_client_each_command_is_one_sentence_naming_the_setting
     assert cli("owners", "add", "maya").returncode == 0
     for verb in ("connect", "disconnect", "refresh"):
         result = cli("gmail", verb, "--owner", "maya")
-        assert result.returncode == 1 and "GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET" in one_sentence(result)
+        assert result.returncode == 1 and "GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, NOD_SECRET_KEY and NOD_PUBLIC_URL" in one_sentence(result)
     assert cli("gmail", "connect").returncode == 2  # --owner is required
     assert cli("gmail", "connect", "--owner", "maya", GOOGLE_CLIENT_ID="x").returncode == 1  # no secret: refused at start
 

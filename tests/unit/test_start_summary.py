@@ -16,9 +16,10 @@ def test_with_nothing_configured_every_part_says_what_turns_it_on(tmp_path: Path
     assert summary.splitlines() == [
         "Nod is starting:",
         "  Telegram      off: set TELEGRAM_BOT_TOKEN (from @BotFather)",
-        "  WhatsApp      off: set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_WHATSAPP_FROM, NOD_PUBLIC_URL",
+        "  WhatsApp      off: set TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_WHATSAPP_FROM and NOD_PUBLIC_URL",
         "  memory page   off: set NOD_PUBLIC_URL and NOD_SECRET_KEY",
-        "  Gmail         off: set GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET (the writing style from sent mail)",
+        "  Gmail         off: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, NOD_SECRET_KEY and NOD_PUBLIC_URL (the writing style "
+        "from sent mail)",
         "  agent model   off: set NOD_AGENT_MODEL (each message gets a sentence saying so)",
         "  memory model  off: set NOD_MEMORY_MODEL (nothing is saved, no evidence is selected)",
         "  voice notes   off: set NOD_TRANSCRIBE_MODEL (voice notes get a sentence saying so)",
