@@ -6,7 +6,7 @@ reaches only its own owner's memory, so another owner's paths and ids are simply
 (404). Errors are ``{"error": sentence}``: 400 for a malformed request or a rule (a card
 number typed into a note), 404, 409 for an edit of a version that changed since the page
 showed it (with ``current``), 413 for a body over 1 MiB or a full memory, 502 when Google
-did not answer (Gmail), 503 when the database is away. Shapes are documented in the README.
+did not answer (Gmail), 503 when the database is away. Shapes are documented in docs/page.md.
 """
 
 from __future__ import annotations
