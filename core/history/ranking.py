@@ -1,37 +1,9 @@
-"""Re-ranking the best keyword matches with what a conversation knows about itself.
+"""Re-ranking the best keyword matches the same way on every backend.
 
-The backend's BM25 (or ts_rank_cd) scores each message alone, and each backend its own
-way. The best WINDOW candidates are re-scored here, the same way for every backend, from
-their texts, their neighbours' ids and the index's document frequencies:
-
-- one BM25F score over three fields: the message's own words, the previous message's
-  (weight CONTEXT_WEIGHT, as the index has it) and the next message's (NEXT_WEIGHT),
-  their term frequencies added before saturation, so a word in both the message and its
-  context is not counted twice at full weight. A query word's irregular forms count as
-  that word. Neighbour texts are those of the candidates themselves: a neighbour that is
-  not a candidate holds no query word, or only a weakly matching one;
-- that score is scaled by the share of the query it covers, each word weighted by its
-  IDF, so one rare word does not outrank a message holding every word of the request,
-  and a name said in every session does not outweigh the topic;
-- a message whose matching words sit in its questions ("how long have you had them?")
-  keeps QUESTION_KEEPS of its score and hands QUESTION_GIVES to the next message: the
-  reply holds the answer;
-- when the query names a date, messages sent in that period (or the week after) count
-  DATE_BOOST times (core/history/periods.py): a date someone names is meant, so it
-  outweighs most differences of wording, yet never hides the rest of the history;
-- when the query asks "when", messages that tell a time ("yesterday", "last week", a
-  weekday or a month) count TIME_BOOST times: the answer to "when" is a time, and the
-  message that holds it says so;
-- a message gains half of each adjacent candidate's score and a fifth of the next ones':
-  the turns of one exchange support each other;
-- when the query names the owner, the owner's own messages count double, since the
-  question is about what they said.
-
-The weights were tuned on LoCoMo's dev conversations (0–4) only; see tests/bench. Only
-matching messages are ranked, so ``totalMatches`` stays an exact count of messages that
-contain a query word. The cost is Python over at most WINDOW short texts plus the
-query stems' document frequencies (tantivy: in memory; SQL: one statement of capped
-counts, engine.frequencies).
+Each backend scores a message alone and in its own way (BM25, ts_rank_cd); the best WINDOW
+candidates are scored again here from their texts, their neighbours and the index's document
+frequencies, so every backend orders them alike. Only matching messages are ranked, so
+``totalMatches`` stays exact. The rules, their reasons and tuning: docs/search.md.
 """
 
 from __future__ import annotations
@@ -109,7 +81,7 @@ def around_by_position(hits: Sequence[Hit]) -> dict[int, tuple[int | None, ...]]
     """Each hit's neighbours among the hits, from their places in the thread (``Hit.seq``).
 
     Only neighbours that are candidates change a score (a message that is not one holds no
-    query word, see the module docstring), so this is all ``rerank`` reads of ``around``.
+    query word, see docs/search.md), so this is all ``rerank`` reads of ``around``.
     """
     at = {h.seq: h.id for h in hits}
     steps = [*range(-NEIGHBOUR_REACH, 0), *range(1, NEIGHBOUR_REACH + 1)]
