@@ -1,22 +1,9 @@
 """Page cursors: where the next page starts, bound to the search that made it, signed.
 
-A cursor carries the offset into one fixed ordering and the newest message id that
-existed when the first page was read, and who answered it: the derived index up to which
-id (the rest from the database), or the database alone; later pages are answered the
-same way, so the order they page through is the first page's. Later pages never see messages that arrived in
-between, so paging has no duplicates and no gaps even while the conversation goes on.
-The first page's word statistics travel too when the derived index answered (they are
-the owner's thread's own; the database's count every owner's messages, and a cursor is
-readable): a later page re-ranks the same window with the same counts, though the index
-may have caught up in between (counting again would give the words other weights, and
-the pages another order: a result shown twice, another never). It also carries a fingerprint of the search (owner's thread, words, dates, order): a
-cursor reused with other parameters would silently page through a different list, so it
-is refused instead.
-
-A cursor reaches the model and comes back as a tool argument, so it is untrusted input:
-it is signed with an HMAC under a key kept in the database (``nod_meta``), and its
-numbers are bounded before anything reads them — a forged offset of 2⁴⁰ once made the
-search engine try to allocate terabytes and abort the process.
+A cursor fixes what the first page saw (its snapshot, who answered it, its word counts), so
+later pages neither repeat nor skip while the conversation goes on, and a fingerprint refuses
+it for another search. It comes back from the model as a tool argument, so it is untrusted:
+signed and bounded before anything reads it. Why each part: docs/search.md, docs/reliability.md.
 """
 
 from __future__ import annotations
