@@ -1,19 +1,9 @@
 """The message before a strong match, as a candidate of its own ("matched by the next message").
 
-A reply repeats the words of what it answers: "Adoption agencies, how exciting!" holds
-the query's words, while the owner's "I've been looking into agencies to adopt a child"
-just before it, the message that says what happened, may hold none of them in the form
-asked. The index finds a message by its own words and by the previous message's; this
-adds the other direction for the best PRECEDING_FROM matches only, so a strong match
-lifts the message before it through the neighbour support of re-ranking
-(core.history.ranking) and a weak one lifts nothing.
-
-Measured on LoCoMo (tests/bench, R@10): dev 0.743 → 0.752, test 0.730 → 0.736.
-
-Only messages that match no query word at all are added (a message matching by itself
-is already a candidate, or ranks later in the backend's order and must not be listed
-twice), so ``totalMatches`` counts the matches plus these, and a listing by time never
-shows them.
+A reply repeats the words of what it answers, while the message before it, which says what
+happened, may hold none of them. The index finds a message by its own words and the previous
+message's; this adds the other direction for the best PRECEDING_FROM matches, and only
+messages that match no query word. Example and measurements: docs/search.md.
 """
 
 from __future__ import annotations
