@@ -1,14 +1,9 @@
 """Words as search sees them: one tokenizer and one stemmer for every keyword match.
 
-history_search, memory_find and the related-messages lookup all match "any of its
-words, in any word form". They share this module so that a word the owner typed is cut,
-folded and stemmed the same way everywhere. The stemmer is Porter's (snowballstemmer),
-the same algorithm as SQLite FTS5's ``porter`` tokenizer, so a Python-side check of
-which words a message shares with a query agrees with what the database matched.
-Stop words carry no topic; a query made only of them keeps them rather than becoming
-empty. Porter's stemmer only cuts suffixes, so a query word also searches the irregular
-forms of the same English word ("go" finds "went" and "gone", "child" finds "children");
-together they count as one word of the query.
+history_search, memory_find and the related messages share it, so a word is cut, folded and
+stemmed the same way everywhere; the stemmer is Porter's, as in FTS5's ``porter`` tokenizer,
+so a Python-side check agrees with what the database matched (more: docs/search.md). Two
+text rules the stores share live here too: ``storable`` and ``fact_key``.
 """
 
 from __future__ import annotations
