@@ -1,20 +1,9 @@
 """The async engine: SQLite (WAL, busy timeout) by default, PostgreSQL with the same code.
 
-SQLite's Python driver begins transactions lazily and in its own way; following
-SQLAlchemy's advice for aiosqlite we switch that off and emit ``BEGIN`` ourselves, so a
-transaction means the same thing on both backends.
-
-SQLite has one writer at a time. Left to its busy handler, concurrent writers in one
-process sleep and retry (up to 100 ms a nap) and a deferred transaction that starts to
-write after reading can fail at once; under a burst of webhooks that turned 5 ms writes
-into seconds. So every write transaction goes through ``writing(engine)``: on SQLite it
-queues behind an asyncio lock per engine and begins ``IMMEDIATE``, taking SQLite's write
-lock up front (another *process* still waits on the busy timeout); on PostgreSQL it is
-``engine.begin()``, whose row locks need no help.
-
-Both engines hide statement parameters (``hide_parameters``): a failing statement's error
-names the SQL but never the values bound to it, which are message texts and notes — a
-locked database or a full disk must not put "my password is …" in a log.
+SQLite has one writer at a time, so every write goes through ``writing``: on SQLite it
+queues behind a lock per engine and takes the write lock up front (``BEGIN IMMEDIATE``);
+reads begin no transaction. Both engines hide statement parameters, so a failing statement
+never puts a message's text in a log. Why, measured: docs/architecture.md (Storage).
 """
 
 from __future__ import annotations
@@ -130,7 +119,7 @@ def _sqlite_begin(connection: Any) -> None:
 
 @asynccontextmanager
 async def writing(engine: AsyncEngine, single_statement: bool = False) -> AsyncIterator[AsyncConnection]:
-    """A write transaction: committed on success, rolled back on error (see the module doc).
+    """A write transaction: committed on success, rolled back on error (docs/architecture.md, Storage).
 
     ``single_statement``: the body runs one write (plus reads), which SQLite applies
     atomically on its own, so no BEGIN and COMMIT round trips are spent on it.
