@@ -1,26 +1,9 @@
 """SQLAlchemy's aiosqlite dialect, with one trip to SQLite's thread per statement.
 
-aiosqlite runs each SQLite connection in a thread of its own; every call is a hop there
-and back (~60 µs here). SQLAlchemy's adapter makes four of them per statement — open a
-cursor, execute, fetch, close — and one more for the rollback that ends each connection
-it hands out. On a page of history_search (three statements) that was about a
-millisecond of a ten-millisecond search. This dialect changes two things and nothing else:
-
-- a statement runs, is fetched and closed in one call in the connection's thread
-  (``_OneTripCursor``): the same sqlite3 cursor calls, in the same order, minus the hops;
-- the rollback at the end of a connection's use happens only when SQLite holds an open
-  transaction (``in_transaction``: a write in progress, or one that failed). Nod's reads
-  run in autocommit (``core.storage.database``), where sqlite3's own rollback does
-  nothing anyway. SQLAlchemy's ``skip_autocommit_rollback`` cannot tell the two apart
-  here: it trusts ``isolation_level is None``, which holds inside our explicit
-  ``BEGIN IMMEDIATE`` too, and would leave a failed write's transaction open.
-
-Server-side cursors (streamed results) keep SQLAlchemy's own cursor. The one trip uses
-aiosqlite's ``Connection._execute``, its queue to the thread (SQLAlchemy's own adapter
-reaches into that queue for ``isolation_level``); an aiosqlite without it gets the
-stock cursor, four trips and all. Registered with SQLAlchemy's dialect registry (its
-documented way to add a dialect) as ``sqlite+nod_aiosqlite``; operators keep writing
-``sqlite+aiosqlite://``.
+Every aiosqlite call is a hop to the connection's thread and back, and the stock adapter
+makes four per statement plus a rollback at the end of each connection's use. Here a
+statement runs, is fetched and closed in one trip, and the rollback happens only when SQLite
+holds an open transaction. Measurements and edge cases: docs/architecture.md (Storage).
 """
 
 from __future__ import annotations
