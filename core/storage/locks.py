@@ -1,22 +1,9 @@
 """Per-owner locks for work that must not overlap even with several workers.
 
-On PostgreSQL a session-level advisory lock (``pg_try_advisory_lock``) held on its own
-connection for the length of the work: every worker sees it, and it is released when the
-work ends or the connection dies. On SQLite there is one process, so an asyncio lock per
-owner does the same.
-
-``hold`` is a *try* lock for maintenance: a worker that finds the owner busy skips it.
-``turn`` *waits*, for agent turns: one turn per owner across workers, so a message that
-reached another worker is answered after the running turn, with that turn's reply in
-view. It waits by polling the try-lock, never inside a blocking ``pg_advisory_lock``,
-so a stopped or restarted turn stops waiting at once and leaves no query behind. Every
-turn lock of a worker lives on one dedicated connection (session-level advisory locks
-are per session, any number of keys): a worker with hundreds of turns waiting for their
-models holds one connection for them, not hundreds — measured, one connection per turn
-emptied the pool and timed out webhooks under a burst. If that connection dies, its
-locks go with it and a new one is opened at once: the statement that found it dead (a
-PostgreSQL restart) runs again on the new one, so no turn fails on a stale connection. On SQLite ``turn`` is free: the
-conductor already runs one turn per owner in its process.
+On PostgreSQL a session-level advisory lock every worker sees, released when the work ends or
+its connection dies; on SQLite, one process, an asyncio lock per owner. ``hold`` is a *try*
+lock (maintenance skips a busy owner); ``turn`` *waits* by polling, and a worker's turn locks
+share one connection. Why polling and one connection, measured: docs/architecture.md (Storage).
 """
 
 from __future__ import annotations
