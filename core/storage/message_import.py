@@ -1,28 +1,9 @@
 """Storing a long history in order, with Python's work and SQLite's overlapped.
 
-An import is three kinds of work per batch: reading and parsing lines (the caller's
-batches), preparing rows (a secret check per message, SQLAlchemy's parameters) and
-SQLite inserting them, with its search trigger. Python's parts share one interpreter
-lock; SQLite's runs without it, in the connection's thread. Done one after another, as
-``append_many`` does, a million messages took the sum of the three. Here each batch is
-inserted (its own transaction, in file order) while the next batch is read and its rows
-are prepared, so an import takes about the longer of the two instead of their sum.
-
-Batches stay in order and one at a time in the database: a batch's transaction begins
-only after the one before it committed. When reading fails (a bad line), the batch being
-inserted still commits and nothing after it is stored: what came before the bad line is
-kept whole, batch by batch, as before.
-
-A line without an id of its own is keyed by its time and its content (``line_key``), so
-running the same file again stores nothing twice. The time comes first because the key
-is in a unique index: content hashes alone land at random places in it, and at a
-million messages SQLite spent half of an import's time rewriting index pages scattered
-by them (60 s a million against 31 s for keys in file order). The key depends on the
-line alone (a time without a zone is keyed as written, not in the owner's zone of the
-day), so changing the owner's zone does not make an old file new. Earlier versions keyed
-such a line by its hash alone (``legacy_line_key``); an import into a database that holds
-such keys looks those up too (bot/cli_data.py), so a file imported before still imports
-as a no-op.
+Each batch is inserted (its own transaction, in file order) while the next is read and its
+rows are prepared, so an import takes about the longer of the two instead of their sum; a
+bad line stores nothing after the batch in flight. A line without an id is keyed by its time,
+then its hash, so a re-run stores nothing twice. Measurements and the old keys: docs/architecture.md.
 """
 
 from __future__ import annotations
