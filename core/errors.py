@@ -1,34 +1,8 @@
 """One exception tree for everything Nod refuses or fails to do.
 
-Every error carries a sentence meant for a person (the CLI prints it, a tool result
-carries it to the agent); none of them is a bug report.
-
-    NodError
-    ├── InvalidInput ............ the caller asked for something malformed
-    │   └── MemoryLimitError .... a memory rule: area, slug, text, abstract, quote
-    │       └── SecretRefused ... a field of a note or skill holds a secret
-    ├── NotFound ................ no such owner, note, message or path
-    ├── Conflict ................ the request collides with what is stored
-    │   ├── AlreadyExists ....... a name or path is taken
-    │   ├── StaleWrite .......... a compare-and-swap lost too many times in a row
-    │   └── EditedElsewhere ..... the page edited a version that changed since it was shown
-    ├── MemoryFull .............. the document would pass 256 KiB even after trimming
-    ├── ConfigError ............. a setting is missing or malformed
-    ├── StorageError ............ the database could not be reached or answered badly
-    │   └── IndexFailure ........ the derived search index failed; the database answers instead
-    ├── ModelError .............. a model gave no usable answer
-    │   ├── ModelUnavailable .... unreachable, overloaded or too slow; trying later may work
-    │   │   └── ModelTimeout .... the call's deadline passed
-    │   ├── ModelRefused ........ the server refused the request (key, model name, input)
-    │   │   └── ModelDeclined ... the model itself declined to answer (its ``refusal``); not retried
-    │   ├── UnreadableAnswer .... the answer was not the JSON that was asked for
-    │   └── AnswerCut ........... the answer ran out of room before it ended (finish_reason "length")
-    ├── MailError ............... the owner's mailbox (Gmail) gave no usable answer; trying later may work
-    │   └── MailAccessLost ...... Google no longer accepts the grant (expired or revoked): reconnect
-    ├── VoiceError .............. a voice note could not be listened to
-    │   ├── AudioTooLarge ....... it is over the size or length Nod listens to
-    │   └── AudioUnavailable .... the channel could not hand over its audio
-    └── DeliveryFailed .......... a channel could not hand a reply to the owner
+Every error carries a sentence meant for a person (the CLI prints it, a tool result carries
+it to the agent); none of them is a bug report. The tree, drawn whole: docs/architecture.md
+(Errors).
 """
 
 
