@@ -1,31 +1,10 @@
 """Is a note's text in the owner's own words? The check every model-written note passes.
 
-A quote proves that the owner said something; it says nothing about the rest of the note.
-A memory model that answers the text "Owner's home address is 221B Baker Street, London"
-with the quote "yes", from the owner's "yes save it", would otherwise save an address the
-owner never wrote. The specification asks for "names and numbers as the owner wrote
-them", so the server holds the text to the cited messages: every e-mail address, link,
-number, date, time and capitalised name in it must appear in one of them.
-
-Strict where a wrong note does harm, tolerant of how a model formats:
-
-- e-mail addresses and links: the same address, case-folded ("https://", "www." and a
-  trailing slash aside);
-- numbers: the same digits, whatever separates their groups ("1,200" is "1200",
-  "+351 912 345 678" is "+351912345678"); number words count ("two kids" grounds "2");
-- dates and times: the same value however written (``core.saving.when``): "3pm" is
-  "15:00", "3 May" is "2027-05-03", "yesterday" grounds the day before the message;
-- names: a capitalised word inside a sentence must be one of the owner's words, case and
-  accents folded ("ana" grounds "Ana", "Jose" grounds "José", "wifi" grounds "Wi-Fi"). A
-  word capitalised only because it starts the note, a sentence or a label of up to four
-  words ("Sister:", "Delivery address:", "Favourite Food:") is
-  checked more loosely: it may be any form of one of the owner's words or an ordinary word
-  of notes, and the first word of a sentence is left alone unless it reads as the
-  sentence's subject ("Bob is …", "Bob's …", "Bob, …"). Month and day names, "Owner" and
-  "I" are never names.
-
-A refused note costs one unsaved fact, which the owner can restate; an invented one costs
-the owner's trust in everything memory says. The check errs towards refusing.
+A quote proves the owner said something, not the rest of the note, so every e-mail address,
+link, number, date, time and capitalised name in the text must appear in a cited message:
+strict where a wrong note does harm, tolerant of how a model formats. A refused note costs
+one unsaved fact, an invented one the owner's trust, so the check errs towards refusing.
+The rules, part by part: docs/memory.md (How saving works).
 """
 
 from __future__ import annotations
