@@ -1,25 +1,9 @@
 """The ``skills`` tool: read a learned skill or a built-in guide; save or patch a learned skill.
 
-Hermes Agent writes itself procedures after a task; Nod does too, more carefully. ``save``
-is for a flow no skill covers that took several steps, needed a workaround or was
-corrected; ``patch`` rewrites one that was wrong or out of date. Both are quiet, and both:
-
-- run only in work the owner started (a chat turn, a task, a schedule) — an event run or a
-  subagent may read skills, never write them — and not while saving is off;
-- prepare the draft on the server first: known secret values out (``scrub``); then the
-  memory model (``skill_rewrite``) rewrites it as a reusable procedure for one site, app
-  or flow — steps, gotchas and how they were passed, what to verify, what didn't work —
-  with names, contacts, addresses, account, order and booking numbers, amounts and
-  message content replaced by placeholders such as ``<order number>``, and any step that
-  sends something to an outside party dropped unless that is the flow's purpose;
-- refuse a result that still holds a card number, key or login link, and, unless the owner
-  turned on Remember sensitive topics, a skill about a sensitive topic;
-- keep the limits: a body of 6,000 characters, a description of 200, at most 40 skills —
-  a 41st drops the one used least recently that the owner has not edited, never one they
-  edited; a built-in guide's name is never a skill's.
-
-``read`` returns the body inside an ``untrusted_tool_result`` block (it was written from
-a task's text) and marks the skill used, which is what eviction reads.
+A skill is text written from a task that the agent will follow later, so writing one runs only
+in work the owner started, scrubs the draft and has the memory model rewrite it with
+placeholders, then refuses a result that still holds a secret; a read returns the body as
+untrusted. Who may write, the limits and eviction: docs/memory.md (How learned skills work).
 """
 
 from __future__ import annotations
