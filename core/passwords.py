@@ -1,19 +1,9 @@
 """Passwords, PINs and codes as people write them: "Password for the wifi: hunter2hunter2".
 
 Part of the secrets detector (``core.secrets``), kept apart because it reads phrases, not
-shapes. A secret word ("password", "PIN", "passcode", a code with a qualifier: "door
-code", "alarm code", "wifi key") followed by its value is a secret, in either of the two
-ways people write it:
-
-- named, then a value after a colon, "=", "is", "was" or "are", with up to four words
-  between ("PIN for the card: 1234", "the door code is 4821", "wifi password is …");
-- named, then the value straight after ("PIN 4821", "wifi pass hunter2xyz").
-
-What keeps ordinary memory out: a bare "code" is never a secret word ("the code review is
-on Monday", "zip code 4050"); a value straight after the word must hold a digit ("my PIN
-changed last week"); after "is" a value that is an ordinary word of such sentences is not
-one ("the wifi password is on the fridge", "… is the same as before"); and "password
-manager", "password reset", "PIN code changes" name things, not values.
+shapes: a secret word followed by its value, named then a sign ("the door code is 4821") or
+straight after ("PIN 4821"). What keeps ordinary sentences ("the code review is on Monday",
+"the wifi password is on the fridge") out of it: docs/memory.md (Secrets).
 """
 
 from __future__ import annotations

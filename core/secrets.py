@@ -1,19 +1,9 @@
 """Recognises text that holds a secret, for every path that stores text.
 
 Messages are flagged on arrival; notes, skills and imports are refused. Detection errs
-towards caution: a false positive costs one unsaved note, a false negative leaks a card
-number or a key into a memory the agent reads every turn.
-
-What counts: card numbers (Luhn-valid, 13–19 digits, written whole or in groups of 3–6
-split by any separator people type: spaces, dots, dashes, slashes, underscores — or by a
-few words within one sentence, "4111 1111 then 1111 1111"), provider keys and tokens (by
-prefix), private-key blocks, bearer tokens, passwords, PINs and codes as people write them
-(``core.passwords``), long high-entropy strings, and links that carry a login
-(credentials in the URL, token, code or session parameters, and reset, verify, magic,
-confirm, activate or invite links whose path holds a long random token).
-
-Only the kind is ever returned or reported, never the secret: callers say "line 3 looks
-like a password", so a detected secret reaches no terminal and no log.
+towards caution: a false positive costs one unsaved note, a false negative leaks a key into
+a memory the agent reads every turn. Only the kind is ever returned, never the secret, so a
+detected secret reaches no terminal and no log. What counts: docs/memory.md (Secrets).
 """
 
 from __future__ import annotations
