@@ -1,17 +1,9 @@
 """Import from another assistant's answer: split pasted text into stated notes, no model.
 
-Each ``-`` line, or each line when the answer has no bullets, becomes a note in the area
-named by the heading above it (``## About you``, ``## Preferences``, ``## People``,
-``## Routines``, ``## Lessons``), or ``about`` otherwise. Notes already saved, lines over
-4,000 characters and text that looks like a secret are skipped, each with its reason. A
-skipped secret is named by where it stood ("line 4") and its kind, never by its words,
-so the report can be printed on a terminal or logged without repeating it.
-
-Nod's own Markdown export (core.memory.render) reads back as exactly its notes: a
-``- **area/slug** (Label): text`` line is the note at that path with that text (the label
-is not part of it), its indented ``- Summary:`` and ``- Expires:`` lines are its abstract
-and expiry, not notes of their own; ``_Nothing saved._``, the ``# Memory of …`` title and
-the "Learned skills" and "Let go" (archived) sections are left out.
+One parser and one set of rules for ``nod memory import`` and the page: the headings pick the
+area, and notes already saved, overlong lines and secrets are skipped with their reason (a
+secret named by its line and kind, never its words). Nod's own Markdown export reads back as
+exactly its notes. The line rules: docs/memory.md (Importing another assistant's answer).
 """
 
 from __future__ import annotations
