@@ -1,17 +1,9 @@
 """memory_forget and memory_control: destructive actions that need the owner's own words.
 
-Both run only in a turn started by an owner message (``memory_control`` stop and resume
-also in a task the owner started), and both pass the trust check before anything
-changes: the current owner message — the stored one, never the agent's paraphrase — must
-itself ask for this action. With a memory model the check is a ``trust_check`` call that
-sees only that message and the action; the model's yes also needs the message to say a
-forget, stop, resume or clear word, so an injected "the owner wants this" in a model's
-context cannot carry it alone. Without a model that word rule (plus, for a forget, a word
-of the note) decides, erring towards asking. Whatever fails the check is not done: the
-agent is told to ask the owner first.
-
-``memory_control`` also needs the complete current owner message quoted, compared with
-the stored text after Unicode normalization and whitespace folding.
+Both run only in work the owner started and pass the trust check (``core.saving.trust``) on
+the stored current message before anything changes; memory_control also needs that message
+quoted whole. Whatever fails is not done: the agent is told to ask the owner first. Which
+origins may run which action: docs/memory.md (How saving works).
 """
 
 from __future__ import annotations
