@@ -1,17 +1,10 @@
 """Reflection's proposed operations, checked and applied as one pure function.
 
-The memory model proposes ``add`` (a new inferred entry) and ``archive`` (an inferred
-entry a newer message replaces or says is wrong). The server applies only what holds:
-every operation cites messages of this batch and one of them contains its verbatim quote
-(NFC and whitespace folding); an add says whether it is sensitive — without the flag it is
-invalid, and with it, it is dropped unless the owner turned on Remember sensitive topics;
-no part of an add holds a secret; every name, number, date, time, e-mail address and link
-in an add's text is in the messages it cites (``core.saving.grounding``; counted apart as
-``ungrounded``, since a model inventing facts is worth seeing in the tick's line); an add whose text matches an inferred entry adds
-evidence to it instead (two messages make it observed); a stated entry is never changed
-or archived; an add that would not fit in the document even with the archive trimmed is
-skipped. The batch's watermark goes into the same document, so the operations and the
-progress are one compare-and-swap write.
+The memory model proposes ``add`` (a new inferred entry) and ``archive`` (an inferred entry a
+newer message replaces or says is wrong); the server applies only what holds — a cited quote,
+the sensitive flag, no secret, the owner's words, a stated entry untouched, room in the
+document — and writes the batch's watermark into the same document, so the operations and
+the progress are one compare-and-swap. Each rule: docs/memory.md (How maintenance works).
 """
 
 from __future__ import annotations

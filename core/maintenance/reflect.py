@@ -1,14 +1,10 @@
 """Reflect: the memory model reads the owner's new messages and proposes inferred notes.
 
-Batches of 40 owner messages after the watermark, oldest first, until caught up; a
-message under 10 minutes old ends the batch there (the owner may still be correcting
-it). Nod's text and tool results are never read; attachments, card titles (Nod's
-wording), forwarded text, messages over 4,000 characters and messages with a secret are
-passed over — the watermark moves past them, the model never sees them. A model error
-or an unreadable answer leaves the batch for the next tick; after the third failure the
-batch is skipped. Operations and the new watermark are one compare-and-swap write that
-first checks the watermark is still where this batch started, so a batch applies once
-even when two workers or a racing write reach it together.
+Batches of the owner's messages after the watermark, oldest first, until caught up; what
+memory_learn may not read is passed over, a model failure leaves the batch for a later tick,
+and the operations and the new watermark are one compare-and-swap from the batch's start, so
+a batch applies once even when two workers reach it. Sizes and skips: docs/memory.md (How
+maintenance works).
 """
 
 from __future__ import annotations

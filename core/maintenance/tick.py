@@ -1,16 +1,9 @@
 """One maintenance tick: for each owner whose saving is on, repair, then reflect.
 
-Repair runs first on every tick, even without a memory model; reflection needs one. An
-owner's tick runs under a lock (``OwnerLocks``: a PostgreSQL advisory lock shared by all
-workers, or an in-process lock on SQLite) so two workers never do the same owner's work
-at once; the watermark compare-and-swap keeps a batch from applying twice even so. A
-tick posts nothing to any chat. One owner's failure is logged and the others go on. The
-weekly writing-style run (``core.gmail``) hangs off the same tick, under the same lock:
-when Gmail is connected and a week has passed since the last run, it runs after reflection.
-
-The schedule is every hour at minute 7 UTC; ``next_tick`` is the pure part, and the loop
-that sleeps until it lives with the process (``bot/run.py``). A tick that starts late —
-the machine slept, a tick ran long — runs once, so missed ticks coalesce.
+An owner's tick runs under a per-owner try-lock, so two workers never do the same owner's
+work at once, and one owner's failure is logged while the others go on. ``next_tick`` is
+the pure part of the hourly schedule; the loop that sleeps until it lives in ``bot/run.py``.
+What a tick does and skips: docs/memory.md (How maintenance works).
 """
 
 from __future__ import annotations
