@@ -1,14 +1,9 @@
 """The reply check (the ReplyCheck slot): the memory model checks a draft's personal claims.
 
-It runs only when this turn has selected evidence, a memory model is configured and the
-owner's spending allows it. The model (``reply_check``) sees the request, the draft, every
-saved note, the evidence packet and the memory and history reads made during the turn
-(bounded at 80,000 characters, the cut marked). It may revise personal claims or make
-advice use a relevant fact, keeping plans apart from completed events, possessions apart
-from purchases, and an earlier assistant statement apart from a verified correction; a
-missing record is not proof that a saved fact is unknown. It cannot run tools, authorise
-actions or save notes: its only output is text. The same draft is checked once per turn;
-a failure, a timeout or an unreadable answer delivers the draft unchanged.
+It runs only when this turn selected evidence, a memory model is configured and spending
+allows. Its only output is text — it cannot run tools, authorise actions or save notes —
+and any failure delivers the draft unchanged; the same draft is checked once per turn. What
+it sees and may change: docs/memory.md (How evidence works).
 """
 
 from __future__ import annotations
