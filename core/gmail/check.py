@@ -1,14 +1,9 @@
 """The server's check of a style description: at most 500 characters, and nothing from the mails.
 
-The memory model is told to describe only the style; as a model it can slip, and the mails
-it read are the owner's correspondence. So the server refuses a description that is longer
-than 500 characters, or that holds an email address, a phone number, a secret, or any name,
-number or run of four words found in the sampled mails (a name in any case, inside a
-possessive or a hyphenated word; a number also when written out in words). Names are what the mails show as
-names: the people in their address headers, who a greeting greets ("Hi Ana"), who signs
-("Best,\\nMaya"), and capitalised words inside a sentence — less the few words a style is
-described in (greetings, sign-offs, languages). A refusal names its kind only, never the
-words, so it can be told to the model and logged without repeating the mail.
+The memory model is told to describe only the style, but a model can slip and the mails are
+the owner's correspondence, so the server refuses a description that is too long or holds
+contact details, a secret, or a name, number or phrase of the sampled mails. A refusal names
+its kind only, never the words. What counts as a name: docs/memory.md (Writing style from Gmail).
 """
 
 from __future__ import annotations
@@ -84,7 +79,7 @@ def _text_names(text: str) -> set[str]:
 
 
 def sampled_names(samples: Samples) -> frozenset[str]:
-    """Every name the mails show, as capitalised words (see the module docstring)."""
+    """Every name the mails show, as capitalised words (docs/memory.md, Writing style from Gmail)."""
     names = _header_names(samples)
     for text in samples.texts:
         names |= _text_names(text)

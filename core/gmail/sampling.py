@@ -1,14 +1,9 @@
 """Which sent mails show how the owner writes, and which part of each is the owner's own.
 
-A writing style is learned from what the owner typed, so three kinds of mail are left out
-whole — automated mail (auto-replies, calendar notices, mail sent by or to a list or a
-no-reply address, anything with bulk headers: ``List-Unsubscribe``, ``List-Id``,
-``Precedence: bulk``, ``Auto-Submitted``), forwarded mail (someone else's words), and mail
-holding a secret (a card number or a password has no business reaching a model) — and from
-the rest the quoted part is cut: ``>`` lines, and everything from an "On … wrote:" line
-(or its Outlook and other-language forms) on, which is the reply history, and the
-signature block after a ``--`` line (contact details, not style). Pure functions:
-the same mails give the same samples, and tests need no server.
+A writing style is learned from what the owner typed, so automated, forwarded and
+secret-holding mail is left out whole, and from the rest the quoted reply history and the
+signature are cut. Pure functions: the same mails give the same samples, and tests need no
+server. The headers and markers read: docs/memory.md (Writing style from Gmail).
 """
 
 from __future__ import annotations
