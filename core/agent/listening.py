@@ -1,19 +1,9 @@
 """Hearing a turn's voice notes before the turn answers: fetch, bound, transcribe, store.
 
-A voice note arrives as its placeholder ("[sent a voice message]", a flagged attachment)
-stored awaiting like any request, with the channel's reference to its audio. The turn —
-holding the owner's lock, its request checked to still await — hears every note of the
-owner up to its request that is still waiting: the channel's ``AudioSource`` fetches the
-audio into memory (never further), the gateway transcribes it (a ``transcribe`` usage
-row), and the transcript is appended as the owner's message flagged ``voice`` while the
-note is retired, in one transaction. The turn then answers the newest of its request and
-those transcripts, so answering it settles them all.
-
-A crash before that transaction leaves the note awaiting with its reference, so the
-turn a restart recovers fetches and transcribes it again; after it, the transcript
-awaits like any typed request. A note that cannot be heard (too large once downloaded,
-gone, the model failing) is given up on: it stays the flagged attachment, and when it was
-the request itself the owner gets one sentence instead of a turn.
+A voice note is stored as a flagged placeholder awaiting like any request, with the channel's
+reference to its audio, so a crash loses nothing: the turn hears every waiting note up to its
+request, stores each transcript and retires its note in one transaction, and answers the
+newest. The audio never leaves memory. The order and the failures: docs/turn.md (Voice notes).
 """
 
 from __future__ import annotations
