@@ -1,17 +1,9 @@
 """A bound on how many turns do server work at once — not on how many wait for a model.
 
-A turn alternates between Nod's own work (reading the database, building the prompt,
-storing the reply) and waiting for the model. Waiting costs nothing, so any number of
-turns may wait; the work is CPU, so only a few run it at once. That keeps the event loop
-free for what must stay fast — acknowledging webhooks — even when a burst of messages
-meets a model that answers at once: the burst is accepted, and the answers go out as
-fast as the CPU allows. The gateway hands the slot back while it waits for a model
-(``waiting_elsewhere``) and takes it again, in arrival order, when the answer is there.
-
-Storing an arriving message has priority: while one is being stored (``inbound``), no
-turn takes a slot, so a turn's work fills the gaps between arrivals instead of queueing
-in front of them. A burst is therefore stored first and answered right after; nothing is
-dropped, and a turn already working finishes its current stretch undisturbed.
+Waiting costs nothing, so any number of turns may wait; Nod's own work is CPU, so only a few
+run it at once, which keeps the event loop free to acknowledge webhooks. A turn hands its slot
+back while it waits elsewhere (``waiting_elsewhere``), and storing an arriving message
+(``inbound``) goes before any turn. Why, under a burst: docs/turn.md (Load).
 """
 
 from __future__ import annotations
