@@ -1,16 +1,9 @@
 """Which recent messages a turn's prompt shows: a window whose start rarely moves.
 
-Providers cache a request's longest unchanged beginning. A window of the last N messages
-slides by one exchange every turn, so everything after the system message differs each
-time and the cache only ever covers the instructions. Here the window starts at an
-anchor — a message whose id is a multiple of ``block`` — and keeps that start while the
-conversation grows past it, moving to a newer anchor only once that one has ``least``
-messages after it: with one owner's ids in a row, the start moves ten messages at a
-time, so nine turns in ten reuse the whole earlier conversation.
-
-The anchor is read from the messages themselves, not counted or remembered: several
-workers answering one owner choose the same window, and a thread of a million messages
-costs one short read of its tail.
+Providers cache a request's longest unchanged beginning, and a window of the last N messages
+slides every turn; this one starts at an anchor (an id that is a multiple of ``block``) and
+keeps it until a newer anchor has ``least`` messages after it. The anchor is read from the
+messages, never counted or remembered, so every worker picks the same window. Why: docs/turn.md.
 """
 
 from __future__ import annotations
