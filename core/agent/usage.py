@@ -1,16 +1,9 @@
 """Every model call, as a value: who, why, which model, tokens, cost, time and outcome.
 
-The rows are kept by a ``UsageLedger`` (``core.storage.usage_store`` on the database).
-
-Cost comes from a per-model price table in US dollars per million tokens (input, output,
-and cached input: tokens the provider read from its prompt cache cost less).
-The defaults below are list prices the operator can override or extend with
-``NOD_MODEL_PRICES``; a model missing from both costs nothing (a local Ollama or
-llama.cpp model), and the row still counts its tokens. A model name matches its longest
-priced prefix, so ``gpt-4o-mini-2024-07-18`` is priced as ``gpt-4o-mini``.
-
-Transcription is priced per minute of audio, as OpenAI bills it (``AUDIO_PRICES``); a
-local Whisper server is missing from the table and costs nothing.
+Cost comes from a price table in US dollars (per million tokens, per minute of audio for a
+transcription) that the operator overrides or extends with ``NOD_MODEL_PRICES``; a model in
+neither, such as a local one, costs nothing and its row still counts the tokens. How a name
+finds its price: docs/turn.md (Usage).
 """
 
 from __future__ import annotations
