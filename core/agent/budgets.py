@@ -1,15 +1,9 @@
 """How many tokens each kind of model call may answer with: its ``max_tokens``.
 
-Every call carries a budget (DESIGN.md), because a model that runs away — a small one
-writing thousands of tokens of junk inside one JSON string, a looping agent answer — would
-otherwise run until the deadline, and on a one-slot local server hold up the next call too.
-Each budget is what the largest legitimate answer of that purpose needs, with room to spare;
-an answer that reaches it ends with ``finish_reason: length`` and is handled as a cut answer
-(the agent's is delivered with a line saying so; a memory answer is not asked again unchanged).
-The README's "Model servers" section lists them; change both together. ``NOD_MAX_TOKENS_SCALE``
-scales them all: below 1 for a slow CPU-only model that runs away (SmolLM2-135M on two cores
-writes about 20 tokens a second, so a 1,500-token runaway holds a one-slot server over a minute),
-above 1 for a thinking model whose reasoning counts against the same budget.
+Every call carries a budget, because a model that runs away would otherwise write until the
+deadline and, on a one-slot local server, hold up the next call too; each is what the largest
+legitimate answer of its purpose needs, with room to spare. The README's "Model servers"
+section lists them: change both together. Why, measured: docs/turn.md (Budgets).
 """
 
 from __future__ import annotations
