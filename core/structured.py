@@ -1,15 +1,10 @@
 """One definition per structured exchange with a model: the schema sent and the check of what comes back.
 
-Every agent tool's arguments and every memory-model answer is a pydantic model (pydantic
-does no I/O, so the core may use it). ``strict_schema`` turns it into the JSON Schema a
-server receives, in the form OpenAI's strict structured outputs demand — every property
-required (optional ones nullable), ``additionalProperties: false`` on every object, no
-``$ref``, ``oneOf``, ``const``, defaults, titles or class docstrings — which the other servers (Ollama,
-vLLM, llama.cpp) also read. A multi-action tool is an object whose only content is ``anyOf`` of such
-strict objects, one per action (``core.tools.tool``). Validation is lenient where the server's own rules decide
-item by item: a model missing an optional field still validates (it has a default), and
-an ``Answer`` drops the malformed items of its item lists (``ITEM_LISTS``), counting them
-in ``dropped``, instead of losing the whole answer to one bad note.
+Every agent tool's arguments and every memory-model answer is a pydantic model (no I/O, so
+the core may use it); ``strict_schema`` turns it into the strict JSON Schema OpenAI demands,
+which the other servers read too. Validation is lenient where the server's own rules decide
+item by item: an ``Answer`` drops a malformed item rather than the whole answer. The strict
+form, rule by rule: docs/turn.md (Structured answers).
 """
 
 from __future__ import annotations
@@ -74,7 +69,7 @@ def _strict(node: Any) -> Any:
 
 
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON Schema in OpenAI's strict form (see the module docstring)."""
+    """The model's JSON Schema in OpenAI's strict form (docs/turn.md, Structured answers)."""
     raw = model.model_json_schema(by_alias=True, mode="validation")
     schema = _strict(_resolve(raw, raw.get("$defs", {})))
     assert isinstance(schema, dict)
