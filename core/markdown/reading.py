@@ -1,18 +1,9 @@
 """One Markdown reading of a reply, written in a channel's style as a stream of pieces.
 
-markdown-it-py does the reading (CommonMark with strikethrough and tables; raw HTML off,
-so a model's ``<b>`` is text to escape, never markup to pass on): no regex guesses at
-where emphasis starts, and an unmatched ``**`` stays a character. The walk below maps
-the syntax tree onto the style. Blocks are separated by ``Break``s so that the splitter
-can end a message between them: top-level blocks and quoted paragraphs by a blank line
-(a line break where the author wrote none, as for a list right under its first line),
-list items and the blocks inside an item by a line break. Lists are bullet or number
-lines, nested ones indented under their item's text (an item is a mark whose further
-lines start with its indentation, so a cut inside it keeps the indentation); headings are
-bold lines; tables and images fall back to text (cells joined by " | ", an image as its
-alt text and URL). A pair of marks already open is not opened again inside itself (bold
-in a heading), which keeps WhatsApp's ``*`` pairs and Telegram's one-level blockquote
-valid; a line prefix nests (WhatsApp's "> > ").
+markdown-it-py does the reading (CommonMark with strikethrough and tables, raw HTML off, so a
+model's ``<b>`` is text to escape), and the walk here maps the syntax tree onto the style,
+with ``Break``s between blocks where the splitter may end a message. How each block, list and
+nested mark is written: docs/turn.md (A reply's Markdown, per channel).
 """
 
 from __future__ import annotations

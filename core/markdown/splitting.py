@@ -1,17 +1,9 @@
 """Writing a stream of pieces as messages that each fit a channel's limit.
 
-Messages end between blocks: at a ``Break``, the next block goes on in the same message
-when it fits there, else it starts the next one. Only a block longer than a whole message
-(a long code block, a paragraph of thousands of characters) is cut inside, at the last
-line break, else sentence end, else space that fits — at a piece boundary before a word
-is cut in two, and mid-word only when a message would otherwise be empty. At a cut every
-open mark is closed and the next message reopens it, so no message leaves a tag or a code
-fence open; a mark's line prefix (a list item's indentation, WhatsApp's "> ") starts
-every line inside it, the first line of a continued message too. Marks are opened
-lazily, just before the first text they hold, so a cut never leaves an empty
-``<b></b>`` behind. Text is escaped as it is written, so a cut never splits an entity
-such as ``&amp;``. The length measured is the written one (markup and escapes
-included), which is never less than what the reader sees.
+Messages end between blocks; only a block longer than a whole message is cut inside it. At a
+cut every open mark is closed and the next message reopens it, so no message leaves a tag or
+a code fence open, and the length measured is the written one (markup and escapes included).
+Where a cut falls and why: docs/turn.md (A reply's Markdown, per channel).
 """
 
 from __future__ import annotations
