@@ -1,14 +1,9 @@
 """Who may talk to Nod: only known identities are owners.
 
-An unknown sender gets one short refusal — at most once an hour per sender, and at most
-``REFUSALS_PER_MINUTE`` for all strangers together, so Nod cannot be used to spam — and
-nothing of theirs is stored beyond one log line that tells the operator how to let them
-in. With open sign-up the operator lets anyone in: the first message creates an owner
-with that identity, in UTC until the operator sets a zone.
-
-Known identities are remembered for a minute, so a burst of webhooks does not look each
-sender up again; identities are only ever added, and the turn re-reads the owner's
-settings when it starts, so nothing acts on a stale owner.
+An unknown sender gets one short refusal, rate-limited per sender and in all so that Nod
+cannot be used to spam, and nothing of theirs is stored beyond one log line; with open
+sign-up their first message makes them an owner instead. Known identities are cached for a
+minute, which is safe because identities are only ever added: docs/reliability.md.
 """
 
 from __future__ import annotations
