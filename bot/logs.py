@@ -1,14 +1,9 @@
 """Logging: one line per event through the standard ``logging`` module.
 
-Lines carry owner and message ids, never message text, notes or secrets; those appear
-only when ``NOD_LOG_TEXT`` is on for debugging. Libraries are held to the same rule:
-their records' arguments (python-telegram-bot logs a whole unparsable update, with its
-text, at CRITICAL) are dropped before anything is written.
-
-Credentials that travel in URLs never reach a line, whoever logs them, tracebacks included:
-a query string (a sign-in link's ``?t=``, Google's ``?state=…&code=…``) and a long random
-path segment are replaced by "…". aiohttp quotes the start of a request line it refused
-(``LineTooLong``, a bad request) in the traceback it logs, and that start holds the token.
+Lines carry owner and message ids, never message text, notes or secrets (unless
+``NOD_LOG_TEXT`` is on for debugging), and libraries are held to the same rule by dropping
+their records' arguments. URL credentials never reach a line, whoever logs them, tracebacks
+included. Which library does what: docs/reliability.md (No text in logs).
 """
 
 from __future__ import annotations
