@@ -1,16 +1,10 @@
-"""Where Nod keeps its data: one directory, ``NOD_HOME``, holding the database, its search
-index and ``.env``.
+"""Where Nod keeps its data: one directory, ``NOD_HOME``, holding the database, its search index and ``.env``.
 
-The database used to be ``nod.db`` in the current directory, so ``nod owners list`` run in
-another folder quietly made a new, empty database there. Now every command finds the same
-data wherever it runs: ``NOD_HOME`` when set, else the platform's place for application data
-(``$XDG_DATA_HOME/nod`` or ``~/.local/share/nod`` on Linux and other Unixes,
-``~/Library/Application Support/nod`` on macOS, ``%LOCALAPPDATA%\\nod`` on Windows).
-``NOD_DATABASE_URL`` still overrides the database (PostgreSQL, or a file elsewhere).
-
-Only ``nod run`` and ``nod init`` create a database; any other command on a missing file
-stops with one sentence naming it (``MissingDatabase``), so a typo in a path or a command
-run from the wrong account never starts an empty second Nod.
+Every command finds the same data wherever it runs: ``NOD_HOME`` when set, else the
+platform's place for application data; ``NOD_DATABASE_URL`` still overrides the database.
+Only ``nod run`` and ``nod init`` create a database (``MissingDatabase`` otherwise), so a
+mistyped path never starts an empty second Nod. The places per platform: the README's
+*Configuration*.
 """
 
 from __future__ import annotations
