@@ -1,16 +1,10 @@
 """Sending WhatsApp messages through Twilio's REST API with the twilio client (async).
 
-A reply is its Markdown written in WhatsApp's markup with the choices numbered under it
-(WhatsApp shows no buttons here), in parts of at most 1,600 characters cut between
-blocks (``adapters.whatsapp.formatting``); each send is bounded by ``SEND_TIMEOUT_S``.
-
-A send is tried again — with tenacity, the policy Telegram's sender has: ``ATTEMPTS`` tries,
-0.5, 2 and 5 s apart — when Twilio answers 429 (waiting the ``Retry-After`` it asks for, up
-to a minute) or 5xx, times out or cannot be reached: each of these almost always means the
-message was not created, and a lost reply is worse than the rare duplicate a timeout after
-acceptance makes. A 4xx with a Twilio error code is final at once. Twilio's error code is
-logged and carried in ``DeliveryFailed`` (63016: outside the 24-hour window for free-form
-messages), so the router can tell the owner elsewhere.
+A reply is written in WhatsApp's markup with its choices numbered under it, in parts cut
+between blocks, each send bounded in time. A send is tried again when Twilio is busy, times
+out or cannot be reached, since a lost reply is worse than a rare duplicate; a 4xx with an
+error code is final and its code travels in ``DeliveryFailed`` so the router can tell the
+owner elsewhere. The policy: docs/reliability.md (Channel sends are retried).
 """
 
 from __future__ import annotations
