@@ -1,16 +1,9 @@
 """``Transcriber`` over ``openai.AsyncOpenAI``'s ``audio.transcriptions.create``.
 
-``POST /v1/audio/transcriptions`` (multipart: the file, the model) is what OpenAI serves and
-what local Whisper servers that speak its API serve too (speaches/faster-whisper-server,
-LocalAI, vLLM's Whisper), so one client does for all; ``NOD_TRANSCRIBE_BASE_URL`` picks
-the server. The audio is handed over from memory as ``(filename, bytes, content type)``:
-OpenAI reads the format from the name's ending (``voice.ogg`` for Telegram's OGG Opus).
-``response_format="json"`` is asked for, the one every server answers; OpenAI's answer
-also carries ``usage`` (seconds of audio, or tokens for the gpt-4o models), which is
-kept for the usage row.
-
-The SDK's retries stay on: a transcription changes nothing on the server. Its errors
-become ``core.errors.ModelError``s, exactly as for chat (``chat.model_error``).
+``POST /v1/audio/transcriptions`` is what OpenAI serves and what local Whisper servers that
+speak its API serve too, so one client does for all (``NOD_TRANSCRIBE_BASE_URL`` picks the
+server). The SDK's retries stay on, since a transcription changes nothing on the server, and
+its errors become ``ModelError``s as for chat. Protocol details: docs/turn.md (Voice notes).
 """
 
 from __future__ import annotations
