@@ -1,15 +1,9 @@
 """Google's OAuth 2.0 web-server flow through Google's own libraries (``core.ports.GoogleAccounts``).
 
-``google-auth-oauthlib`` makes the consent URL (offline access, consent prompt, PKCE) and
-exchanges the code; ``google-auth`` credentials refresh the access token. Both are
-synchronous (``requests``), so each network call runs in a worker thread; they are one
-short request each. Revocation is one form POST, made with aiohttp. Every failure becomes
-``MailError`` (``MailAccessLost`` when Google says the grant is gone) with a sentence that
-holds no token: oauthlib's and google-auth's own messages can quote the token response.
-
-``GOOGLE_OAUTH_BASE_URL`` points all three endpoints at one test server (``/o/oauth2/auth``,
-``/token``, ``/revoke``); oauthlib refuses a plain-http token endpoint unless its own
-``OAUTHLIB_INSECURE_TRANSPORT`` switch is set, which only a local test server needs.
+``google-auth-oauthlib`` makes the consent URL and exchanges the code, ``google-auth`` refreshes
+the access token; both are synchronous, so each short request runs in a worker thread, and
+revocation is one aiohttp POST. Every failure becomes a ``MailError`` whose sentence holds no
+token, since the libraries' own messages can quote the token response. More: docs/memory.md.
 """
 
 from __future__ import annotations
