@@ -1,1 +1,1 @@
-"""The chat-model port over the openai SDK (OpenAI, Ollama, vLLM, llama.cpp servers)."""
+"""The chat-model and transcription ports over the openai SDK (OpenAI, Ollama, vLLM, llama.cpp and Whisper servers)."""

@@ -1,1 +1,1 @@
-"""Nod's own aiohttp web server: health, (later) the memory page, API and webhooks."""
+"""Nod's own aiohttp web server: health, the channels' webhooks, the memory page and its API, Google's OAuth redirect."""

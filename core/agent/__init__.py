@@ -1,1 +1,1 @@
-"""The agent turn: the model port and gateway, the tool loop, usage, spending and stop."""
+"""The agent turn: one at a time per owner, its prompt, the tool loop, voice notes, the model gateway, usage and spending."""

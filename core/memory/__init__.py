@@ -1,6 +1,6 @@
 """The memory document: one JSON value per owner, changed only by pure functions.
 
-``model`` holds the frozen values, ``document`` the operations on them, ``codec`` the
-JSON form stored at ``memory/MEMORY.md`` and ``render`` the texts people and the agent
-read. Persistence lives in ``core.storage``.
+Beside the frozen values and their operations, the package holds the JSON form stored at
+``memory/MEMORY.md``, the texts people and the agent read, memory_read and memory_find, and
+export and import. Persistence lives in ``core.storage``.
 """
