@@ -25,7 +25,7 @@ from core.memory.render import label_of
 from core.message import Role, StoredMessage
 from core.owner import Owner
 from core.page.find import haystack
-from core.page.words import capacity, local_time, short, why_archived
+from core.page.words import capacity, day, local_time, short, why_archived
 from core.ports import Messages
 
 
@@ -64,7 +64,8 @@ def entry_view(entry: Entry, found: dict[int, StoredMessage], owner: Owner, now:
         "path": entry.path, "area": entry.area, "area_title": AREA_TITLES[entry.area], "slug": entry.slug,
         "text": entry.text, "abstract": entry.abstract,
         "status": entry.status.value, "label": label_of(entry), "origin": entry.origin.value,
-        "expires": entry.expires.isoformat() if entry.expires else None, "sensitive": entry.sensitive,
+        "expires": entry.expires.isoformat() if entry.expires else None,
+        "expires_label": day(entry.expires) if entry.expires else None, "sensitive": entry.sensitive,
         "created_at": entry.created_at.isoformat(), "updated_at": entry.updated_at.isoformat(),
         "updated_label": local_time(entry.updated_at, owner.zone, now), "etag": etag(entry),
         "evidence": [_source(i, q, found, owner, now) for i, q in quotes.items()],

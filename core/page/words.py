@@ -8,7 +8,7 @@ refused, not after. Everything here is a pure function of the document and a clo
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -28,8 +28,9 @@ def local_time(moment: datetime, zone: ZoneInfo, now: datetime) -> str:
     return f"{here.day} {_MONTHS[here.month - 1]}{year}, {here:%H:%M}"
 
 
-def local_date(moment: datetime, zone: ZoneInfo, now: datetime) -> str:
-    return local_time(moment, zone, now).rpartition(",")[0]
+def day(value: date) -> str:
+    """``30 Jun 2027``: a date the owner set, always with its year."""
+    return f"{value.day} {_MONTHS[value.month - 1]} {value.year}"
 
 
 def short(text: str) -> str:

@@ -108,34 +108,39 @@ AREA_NOTES = {
                 ("ana-address", "Ask before sharing Ana's address"),
                 ("work-calendar", "Use the work calendar for Lumen meetings")],
 }
-SAID = ("my sister Ana lives in Porto", "I'm a product designer at Lumen", "black coffee please, no sugar",
-        "I go to the gym on Mondays and Thursdays", "I have a dog called Bolo", "my partner Rui is a nurse",
-        "I'm vegetarian but I eat fish", "the dentist is Dr. Sousa, near the river")
+RIVER = "the dentist is Dr. Sousa, near the river"
 
 
 async def thirty_notes(site: PageSite) -> None:
     """Thirty notes across the five areas — stated, mentioned once (one message cited twice), learned
     (two messages), one sensitive, one with a summary and one with an expiry — three let-go versions
-    (one replaced by a rewrite), and three skills: what a page in use holds."""
+    (one replaced by a rewrite), and three skills: what a page in use holds. Each inferred note's
+    sources are the owner's messages that said it; the dentist's also says "near the river"."""
     svc, owner = site.nod.svc, site.nod.owner
-    said = [(await svc.messages.append(NewMessage(owner.id, Role.OWNER, text, "local",
-                                                  START - timedelta(days=30 - n, hours=n)))).message
-            for n, text in enumerate(SAID)]
+    sent = START - timedelta(days=30)
+
+    async def said(text: str) -> Evidence:
+        nonlocal sent
+        sent += timedelta(hours=7)
+        message = (await svc.messages.append(NewMessage(owner.id, Role.OWNER, text, "local", sent))).message
+        return Evidence(message.id, text)
+
+    evidence: dict[str, tuple[Evidence, ...]] = {"people/dentist": (await said(RIVER),)}
+    for area, notes in AREA_NOTES.items():
+        for i, (slug, text) in enumerate(notes):
+            if i % 3 == 1:  # mentioned once: one message, cited twice
+                one = await said(f"fyi: {text.lower()}")
+                evidence[f"{area}/{slug}"] = (one, Evidence(one.message_id, None))
+            elif i % 3 == 2:  # learned: two messages
+                evidence[f"{area}/{slug}"] = (await said(text.lower()), await said(f"as I said, {text.lower()}"))
 
     def seeded(doc: MemoryDocument) -> MemoryDocument:
         for area, notes in AREA_NOTES.items():
             for i, (slug, text) in enumerate(notes):
-                evidence: tuple[Evidence, ...] = ()
-                origin = Origin.STATED
-                if i % 3 == 1:  # mentioned once: one message, cited twice
-                    origin, one = Origin.INFERRED, said[(i + len(area)) % len(said)]
-                    evidence = (Evidence(one.id, one.text), Evidence(one.id, None))
-                elif i % 3 == 2:  # learned: two messages
-                    origin, a, b = Origin.INFERRED, said[i % 8], said[(i + 3) % 8]
-                    evidence = (Evidence(a.id, a.text), Evidence(b.id, b.text))
                 path = f"{area}/{slug}"
                 doc = ops.add_entry(doc, ops.make_entry(
-                    path, text, origin=origin, now=START, evidence=evidence,
+                    path, text, origin=Origin.INFERRED if i % 3 else Origin.STATED, now=START,
+                    evidence=evidence.get(path, ()),
                     abstract="Where Maya lives" if path == "about/home" else None,
                     expires=date(2027, 6, 30) if path == "routines/swim" else None,
                     sensitive=path == "preferences/diet"))
