@@ -114,7 +114,7 @@ async def test_the_page_reads_on_a_phone_and_works_by_keyboard(site: PageSite, b
     await page.keyboard.press("Tab")
     await page.keyboard.press("Tab")
     await page.keyboard.press("Enter")  # Save, reached by keyboard alone
-    await page.locator("#n-about-boat [role=status]").wait_for()
+    await page.locator("#n-about-boat [role=status]").filter(has_text="Saved").wait_for()
     assert await page.locator("#n-about-boat .text").inner_text() == "Boat: Gaivota and a dinghy"
     assert page.errors == []
 
