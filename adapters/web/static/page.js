@@ -35,6 +35,7 @@ function say(target, text, error) {
 
 const find = document.querySelector("form.find");
 const foundLine = document.getElementById("found");
+const foundCount = document.getElementById("found-count");
 
 function folded(text) {
   return text.normalize("NFKD").toLowerCase().replace(/\p{M}/gu, "").replace(/ß/g, "ss").split(/\s+/).filter(Boolean);
@@ -65,14 +66,12 @@ function applyFilters() {
     other.hidden = active;
   }
   document.getElementById("no-match").hidden = !active || shown > 0;
-  foundLine.replaceChildren();
-  if (active) {
-    const all = document.createElement("a");
-    all.href = PAGE;
-    all.dataset.clear = "";
-    all.textContent = "Show all";
-    foundLine.append(`${shown} of ${total} notes match. `, all);
+  // the line is changed, never rebuilt: a click on its link must find the link still there
+  const count = active ? `${shown} of ${total} notes match.` : "";
+  if (foundCount.textContent !== count) {
+    foundCount.textContent = count;
   }
+  foundLine.hidden = !active;
   const query = new URLSearchParams([...data].filter(([, value]) => value !== ""));
   window.history.replaceState(null, "", query.toString() ? `${PAGE}?${query}` : PAGE + window.location.hash);
 }
