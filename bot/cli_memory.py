@@ -1,11 +1,9 @@
 """``nod memory export --json``, ``nod memory import --json`` and ``nod memory archive``.
 
-An import restores one owner's memory from its JSON export (core.memory.portable). It fills
-an owner whose memory is empty; an owner with notes, archive or skills is refused unless the
-operator says ``--replace``. Either way the decision is made on the version it read and the
-write is one compare-and-swap on that version: a note saved meanwhile (a chat turn, the
-page, maintenance) makes the import refuse, never overwrite it. The owner's time zone and
-settings follow once the memory is in.
+An import restores one owner's memory from its JSON export with the rules the memory
+page's import follows too (core.memory.transfer): it fills an owner whose memory is empty;
+an owner with notes, archive or skills is refused unless the operator says ``--replace``;
+a note saved meanwhile makes the import refuse, never overwrite it.
 
 The archive commands list what was let go and bring a version back with the same pure
 function the memory page uses (``restore_version``: what stands at the path now is archived,
@@ -20,14 +18,12 @@ from typing import Any, TextIO
 
 from bot.cli_parser import STDIN
 from bot.wiring import Services
-from core.errors import InvalidInput, NotFound, StaleWrite
+from core.errors import InvalidInput, NotFound
 from core.memory import document as ops
-from core.memory import portable
+from core.memory import transfer
 from core.memory.codec import entry_to_json
 from core.memory.model import MemoryDocument
 from core.ports import Changed
-from core.schedules.model import Kind, Schedule
-from core.schedules.runner import advance
 
 
 def read_input(path: Path, stdin: TextIO) -> str:
@@ -42,52 +38,13 @@ def read_input(path: Path, stdin: TextIO) -> str:
 
 async def export_json(svc: Services, owner_name: str) -> str:
     owner = await svc.owners.by_name(owner_name)
-    stored = await svc.memory.load(owner.id)
-    coming = await svc.schedules.active(owner.id)
-    return portable.dumps(portable.export(owner, stored.document, stored.version, coming)).rstrip("\n")
+    return (await transfer.export_text(owner, svc.memory, svc.schedules)).rstrip("\n")
 
 
 async def import_json(svc: Services, owner_name: str, text: str, replace_existing: bool) -> str:
     owner = await svc.owners.by_name(owner_name)
-    incoming = portable.read(text)
-    current = await svc.memory.load(owner.id)
-    if not portable.is_empty(current.document) and not replace_existing:
-        doc = current.document
-        raise InvalidInput(f"{owner.name} already has {len(doc.entries)} notes, {len(doc.archive)} archived and "
-                           f"{len(doc.skills)} skills; nothing was imported (add --replace to replace them).")
-    try:
-        await svc.memory.save(owner.id, incoming.memory, current.version)
-    except StaleWrite:
-        raise StaleWrite(f"{owner.name}'s memory changed while it was being imported; nothing was imported, "
-                         "run the import again.") from None
-    await svc.owners.set_time_zone(owner.id, incoming.time_zone)
-    await svc.owners.update_settings(owner.id, lambda _now: incoming.settings)
-    made, passed = await _schedules_again(svc, owner.id, incoming)
-    doc = incoming.memory
-    schedules = f", {made} reminders and tasks" + (f" ({passed} already past, left out)" if passed else "") \
-        if incoming.schedules else ""
-    return (f"Imported {len(doc.entries)} notes, {len(doc.archive)} archived and {len(doc.skills)} skills{schedules} into "
-            f"{owner.name}" + (f" (exported from {incoming.exported_from})" if incoming.exported_from != owner.name else "")
-            + ("; what was there before is replaced." if not portable.is_empty(current.document) else "."))
-
-
-async def _schedules_again(svc: Services, owner_id: int, incoming: portable.Portable) -> tuple[int, int]:
-    """The export's reminders and tasks made again from now, in the owner's zone; ones the owner has
-    already are not made twice. (made, left out because their only run has passed)."""
-    owner, now = await svc.owners.by_id(owner_id), svc.clock.now()
-    have = {(s.kind.value, s.text, s.start_local, s.repeat) for s in await svc.schedules.active(owner_id)}
-    made = passed = 0
-    for one in incoming.schedules:
-        if (one.kind, one.text, one.at, one.repeat) in have:
-            continue
-        step = advance(Schedule(0, owner_id, Kind(one.kind), one.text, one.at, one.repeat, None, now, None),
-                       owner.time_zone, now)
-        if step is None:
-            passed += 1
-            continue
-        await svc.schedules.create(owner_id, Kind(one.kind), one.text, step[1], one.repeat, step[0], now, None)
-        made += 1
-    return made, passed
+    done = await transfer.import_text(owner, text, replace_existing, svc.memory, svc.owners, svc.schedules, svc.clock)
+    return done.sentence(owner.name)
 
 
 def _record(number: int, doc: MemoryDocument) -> dict[str, Any]:

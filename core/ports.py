@@ -183,6 +183,12 @@ class MemoryRepository(Protocol):
     async def apply(self, owner_id: int, operation: Callable[[MemoryDocument], Changed[T]]) -> Saved[T]: ...
 
 
+class MemoryStore(MemoryRepository, Protocol):
+    """The repository with its single compare-and-swap attempt: what a whole-document import writes with."""
+
+    async def save(self, owner_id: int, document: MemoryDocument, expected_version: int) -> int: ...
+
+
 class Owners(Protocol):
     async def add(self, name: str, time_zone: str, links: tuple[Identity, ...], now: datetime) -> Owner: ...
 
@@ -197,6 +203,12 @@ class Owners(Protocol):
     async def all(self) -> list[tuple[Owner, tuple[Identity, ...]]]: ...
 
     async def update_settings(self, owner_id: int, change: Callable[[OwnerSettings], OwnerSettings]) -> Owner: ...
+
+
+class OwnerZones(Owners, Protocol):
+    """Owners whose time zone can be set outright (an import brings the exported one)."""
+
+    async def set_time_zone(self, owner_id: int, time_zone: str) -> None: ...
 
 
 class Receipts(Protocol):

@@ -19,9 +19,10 @@ from typing import Any
 from aiohttp import web
 
 from adapters.web import gmail
-from adapters.web.page import COOKIE, SERVICES, export, full_view, signed_in
+from adapters.web.page import COOKIE, SERVICES, export, export_json, full_view, signed_in
 from core.errors import Conflict, EditedElsewhere, InvalidInput, MailError, MemoryFull, NodError, NotFound, StorageError
 from core.gmail.model import CALLBACK_PATH
+from core.memory.model import AREA_TITLES
 from core.owner import Owner
 
 log = logging.getLogger("nod.web.api")
@@ -107,6 +108,10 @@ async def _export(request: web.Request, owner: Owner, _: dict[str, Any]) -> web.
     return await export(request, owner)
 
 
+async def _export_json(request: web.Request, owner: Owner, _: dict[str, Any]) -> web.Response:
+    return await export_json(request, owner)
+
+
 async def _add(request: web.Request, owner: Owner, body: dict[str, Any]) -> web.Response:
     path = await request.app[SERVICES].edits.add(owner, _text(body, "path") or "", _text(body, "text") or "",
                                                  _text(body, "abstract", False), _text(body, "expires", False))
@@ -169,7 +174,8 @@ async def _settings(request: web.Request, owner: Owner, body: dict[str, Any]) ->
 
 
 async def _preview(request: web.Request, owner: Owner, body: dict[str, Any]) -> web.Response:
-    return web.json_response({"notes": await request.app[SERVICES].edits.preview_import(owner, _text(body, "text") or "")})
+    notes = await request.app[SERVICES].edits.preview_import(owner, _text(body, "text") or "")
+    return web.json_response({"notes": [{**note, "title": AREA_TITLES[note["area"]]} for note in notes]})
 
 
 async def _import(request: web.Request, owner: Owner, body: dict[str, Any]) -> web.Response:
@@ -187,6 +193,7 @@ def mount(app: web.Application) -> None:
     note = BASE + "/notes/{area}/{slug}"
     for method, path, handler, changes in (
         ("GET", BASE, _view, False), ("GET", BASE + "/export", _export, False),
+        ("GET", BASE + "/export.json", _export_json, False),
         ("POST", BASE + "/notes", _add, True), ("PUT", note, _rewrite, True),
         ("POST", note + "/confirm", _confirm, True), ("DELETE", note, _forget, True),
         ("POST", BASE + "/archive/{index}/restore", _restore, True),

@@ -18,6 +18,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from adapters.web.api import mount as mount_api
+from adapters.web.forms import mount as mount_forms
 from adapters.web.page import PageServices, security_headers
 from adapters.web.page import mount as mount_page
 
@@ -53,6 +54,7 @@ def build_app(health: HealthCheck, webhooks: Mapping[str, Handler] | None = None
     app[HEALTH] = health
     if page is not None:
         mount_page(app, page)
+        mount_forms(app)
         mount_api(app)
     app.router.add_get("/healthz", _healthz)
     for path, handler in (webhooks or {}).items():

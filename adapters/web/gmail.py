@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from adapters.web.page import COOKIE, SERVICES, message_page
+from adapters.web.page import COOKIE, GMAIL_OFF, SERVICES, message_page
 from core.errors import NodError, NotFound
 from core.gmail.link import GmailLink
 from core.owner import Owner
@@ -30,7 +30,7 @@ CONNECTED = "Gmail is connected. Nod is learning your writing style from your se
 def _gmail(request: web.Request) -> GmailLink:
     page = request.app[SERVICES]
     if page.gmail is None:
-        raise NotFound(page.gmail_off or "Gmail is not set up on this server.")
+        raise NotFound(GMAIL_OFF)
     return page.gmail
 
 
@@ -53,7 +53,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
     """Google's redirect after the consent screen: connect, or say in one sentence why not."""
     page = request.app[SERVICES]
     if page.gmail is None:
-        return message_page(404, "Gmail", page.gmail_off)
+        return message_page(404, "Gmail", GMAIL_OFF)
     cookie = request.cookies.get(COOKIE)
     signed_in = await page.access.owner_of(cookie)
     session = page.access.session_hash(cookie) if signed_in is not None else None

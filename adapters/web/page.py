@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import html
 import logging
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,13 +24,16 @@ import jinja2
 from aiohttp import web
 
 from core.clock import Clock
+from core.errors import NotFound
 from core.gmail.link import NOT_CONFIGURED, GmailLink
+from core.memory import transfer
 from core.memory.render import render_export
 from core.owner import Owner
+from core.page import find
 from core.page.access import PAGE_PATH, SESSION_LIFETIME, PageAccess
 from core.page.edits import MemoryEdits
 from core.page.view import memory_view
-from core.ports import MemoryRepository, Messages, Owners, Schedules
+from core.ports import MemoryStore, Messages, OwnerZones, Schedules
 from core.schedules.tool import described
 
 log = logging.getLogger("nod.web.page")
@@ -36,6 +41,16 @@ COOKIE = "nod_session"
 STATIC = Path(__file__).with_name("static")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+GMAIL_OFF = ("Gmail is not set up on this Nod: whoever runs it has not turned the Gmail connection on, "
+             "so there is nothing to connect here yet.")  # the operator's sentence (settings) is the CLI's
+ANCHOR = re.compile(r"[a-z][a-z0-9-]{0,80}")  # an element id a message may be shown beside
+DONE = {  # what a form said, by the code its redirect carries (never text from the address bar)
+    "added": "Added.", "saved": "Saved.", "confirmed": "Confirmed.", "forgotten": "Forgotten, with its earlier versions.",
+    "restored": "Restored; what stood in its place is in Let go.", "settings": "Settings saved.",
+    "skill-saved": "Skill saved.", "skill-forgotten": "Skill forgotten.", "cancelled": "Cancelled.",
+    "imported": "Imported the ticked notes.", "restored-backup": "Your memory was imported from the backup file.",
+    "gmail-refresh": "Learning your writing style from your sent email…", "gmail-off": "Gmail disconnected.",
+}
 SIGNED_OUT = ("This page needs a fresh sign-in link: send /settings to Nod on Telegram or WhatsApp "
               "(or run nod page --owner NAME), then open the link within 15 minutes.")
 
@@ -44,8 +59,8 @@ SIGNED_OUT = ("This page needs a fresh sign-in link: send /settings to Nod on Te
 class PageServices:
     access: PageAccess
     edits: MemoryEdits
-    memory: MemoryRepository
-    owners: Owners
+    memory: MemoryStore
+    owners: OwnerZones
     messages: Messages
     clock: Clock
     secure: bool
@@ -103,16 +118,32 @@ async def _page(request: web.Request) -> web.StreamResponse:
     owner = await signed_in(request)
     if owner is None:
         return _signed_out()
-    view = await full_view(page, owner)
-    csrf = page.access.csrf_token(request.cookies[COOKIE])
-    return aiohttp_jinja2.render_template("memory.html", request, {"view": view, "csrf": csrf})
+    done, at = request.query.get("done", ""), request.query.get("at", "")
+    flash = {"at": at if ANCHOR.fullmatch(at) else "top", "text": DONE[done], "error": False} if done in DONE else None
+    return await render_page(request, owner, flash=flash, editing=request.query.get("edit"))
+
+
+async def render_page(request: web.Request, owner: Owner, status: int = 200, flash: dict[str, Any] | None = None,
+                      values: Mapping[str, str] | None = None, editing: str | None = None,
+                      preview_html: str | None = None) -> web.Response:
+    """The page, with what the last action said beside the part it changed (``flash``: at, text, error),
+    a refused form's values kept in it, the note being edited (``?edit=area/slug``: the no-script edit)
+    and an import's preview: what the script does in place, done by the server without it."""
+    page = request.app[SERVICES]
+    view = find.apply(await full_view(page, owner), find.Filters.read(request.query))
+    csrf = page.access.csrf_token(request.cookies.get(COOKIE, ""))
+    response = aiohttp_jinja2.render_template("memory.html", request, {
+        "view": view, "csrf": csrf, "flash": flash, "values": values or {}, "editing": editing, "preview_html": preview_html,
+        "page_path": PAGE_PATH})
+    response.set_status(status)
+    return response
 
 
 async def full_view(page: PageServices, owner: Owner) -> dict[str, Any]:
     """The memory view with the Gmail connection's state beside it: what the page and ``GET /api/memory`` show."""
     loaded = await page.memory.load(owner.id)
-    view = await memory_view(owner, loaded.document, loaded.version, page.messages)
-    gmail = await page.gmail.status(owner) if page.gmail is not None else {**NOT_CONFIGURED, "off": page.gmail_off}
+    view = await memory_view(owner, loaded.document, loaded.version, page.messages, page.clock.now())
+    gmail = await page.gmail.status(owner) if page.gmail is not None else {**NOT_CONFIGURED, "off": GMAIL_OFF}
     coming = await page.schedules.active(owner.id) if page.schedules is not None else []
     return {**view, "gmail": gmail, "schedules": [described(s, owner.time_zone) for s in coming]}
 
@@ -136,6 +167,16 @@ async def export(request: web.Request, owner: Owner) -> web.Response:
     markdown = render_export((await page.memory.load(owner.id)).document, owner.name)
     return web.Response(text=markdown, content_type="text/markdown", charset="utf-8",
                         headers={"Content-Disposition": 'attachment; filename="nod-memory.md"'})
+
+
+async def export_json(request: web.Request, owner: Owner) -> web.Response:
+    """The lossless backup (``nod memory export --json``): what the page's backup import takes back."""
+    page = request.app[SERVICES]
+    if page.schedules is None:
+        raise NotFound("The backup needs the reminders' store, which this server does not have.")
+    text = await transfer.export_text(owner, page.memory, page.schedules)
+    return web.Response(text=text, content_type="application/json", charset="utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="nod-memory.json"'})
 
 
 def mount(app: web.Application, services: PageServices) -> None:

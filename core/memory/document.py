@@ -140,7 +140,8 @@ def replace(
     """Save ``new`` first, then archive each old entry linked to it (both ways).
 
     ``new`` may sit at one of the old paths (a rewrite): the old version is archived with
-    ``replaced_by`` pointing at the same path, and the new one takes its place.
+    ``replaced_by`` pointing at the same path, and the new one takes its place in the list
+    (the page shows a rewritten note where it was, not at the end of its area).
     """
     olds = tuple(dict.fromkeys(old_paths))
     for path in olds:
@@ -151,8 +152,12 @@ def replace(
     records = tuple(
         ArchivedRecord(_require(doc, p), ArchiveReason.REPLACED, now, new.path) for p in olds
     )
-    kept = tuple(e for e in doc.entries if e.path not in olds)
-    return _with(doc, entries=kept + (linked,), archive=doc.archive + records)
+    if new.path in olds:  # a rewrite keeps the note's place among its area's notes
+        entries = tuple(linked if e.path == new.path else e for e in doc.entries
+                        if e.path == new.path or e.path not in olds)
+    else:
+        entries = tuple(e for e in doc.entries if e.path not in olds) + (linked,)
+    return _with(doc, entries=entries, archive=doc.archive + records)
 
 
 def restore(doc: MemoryDocument, path: str, now: datetime) -> MemoryDocument:
@@ -171,17 +176,20 @@ def restore(doc: MemoryDocument, path: str, now: datetime) -> MemoryDocument:
 def restore_version(doc: MemoryDocument, index: int, now: datetime) -> MemoryDocument:
     """Bring the archived record at ``index`` back as the current entry at its path.
 
-    What stands at that path now is archived first, replaced by the restored version, so
-    nothing is lost either way and the two stay linked.
+    What stands at that path now is archived first, replaced by the restored version (which
+    takes its place in the list), so nothing is lost either way and the two stay linked.
     """
     if not 0 <= index < len(doc.archive):
         raise NotFound("No such archived version.")
     record = doc.archive[index]
     path = record.entry.path
     rest = _with(doc, archive=doc.archive[:index] + doc.archive[index + 1 :])
-    if rest.get(path) is not None:
-        rest = archive(rest, path, ArchiveReason.REPLACED, now, replaced_by=path)
-    return _with(rest, entries=rest.entries + (_with(record.entry, updated_at=now),))
+    back = _with(record.entry, updated_at=now)
+    place = next((n for n, e in enumerate(rest.entries) if e.path == path), None)
+    if place is None:
+        return _with(rest, entries=rest.entries + (back,))
+    rest = archive(rest, path, ArchiveReason.REPLACED, now, replaced_by=path)
+    return _with(rest, entries=rest.entries[:place] + (back,) + rest.entries[place:])  # where the replaced one stood
 
 
 def _version_paths(doc: MemoryDocument, path: str) -> set[str]:

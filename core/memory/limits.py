@@ -32,8 +32,8 @@ def check_area(area: str) -> str:
 def check_slug(slug: str) -> str:
     if not slug or len(slug) > MAX_SLUG or not _SLUG.fullmatch(slug):
         raise MemoryLimitError(
-            f"Invalid slug {slug[:80]!r}: use 1 to {MAX_SLUG} lowercase letters, digits "
-            "and dashes, starting with a letter or digit."
+            f"The short name {slug[:80]!r} (the part after the area, as in people/sister) must be 1 to "
+            f"{MAX_SLUG} lowercase letters, digits and dashes, starting with a letter or digit."
         )
     return slug
 

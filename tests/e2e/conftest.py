@@ -10,14 +10,18 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.cli import main
+from tests.e2e.browser_kit import CHROMIUM, FLAGS, browser_or_skip
 from tests.fakes.loopback import NOD_PREFIXES
+from tests.fakes.model_server import FakeModelServer
+from tests.integration.page_harness import PageSite, make_page_site
 
 
 @dataclass(frozen=True)
@@ -74,3 +78,22 @@ def one_sentence(result: Ran) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     return lines[0]
+
+
+@pytest.fixture
+async def site(tmp_path: Path, server: FakeModelServer) -> AsyncIterator[PageSite]:
+    """Nod's web application with the memory page on a loopback port (the browser tests' server)."""
+    async for running in make_page_site(tmp_path, server):
+        yield running
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    """Debian's Chromium through Playwright (skips, or fails under NOD_REQUIRE_BROWSER=1, without it)."""
+    async_playwright = browser_or_skip()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()

@@ -99,7 +99,7 @@ async def test_the_view_shows_labels_and_only_the_owners_own_words_as_sources(si
     assert (entry["label"], entry["status"]) == ("Mentioned once", "tentative")
     assert entry["evidence"] == [{"message_id": said, "quote": "my sister Ana lives in Porto",
                                   "text": "my sister Ana lives in Porto", "sent_at": "2026-12-03T09:00+00:00",
-                                  "voice": False}]
+                                  "sent_label": "3 Dec, 09:00", "voice": False}]
     assert "Porto is lovely" not in str(view)  # Nod's reply is no source
     assert view["settings"] == {"saving_enabled": True, "remember_sensitive": False}
 
@@ -115,7 +115,7 @@ async def test_a_source_that_was_a_voice_note_says_so_on_the_page_and_in_nod_mem
     assert (await _entry(maya, "people/brother"))["evidence"][0]["voice"] is True
     async with maya.http.get(f"{site.base}/settings/memory") as page:
         html = await page.text()
-    assert '<time>2026-12-03T09:00+00:00</time> <span class="voice">(voice note)</span>' in html
+    assert '<time datetime="2026-12-03T09:00+00:00">3 Dec, 09:00</time> <span class="voice">(voice note)</span>' in html
     shown = await memory_show(site.nod.svc, "Maya", as_json=False)
     assert shown.splitlines()[1] == "  sources: 2026-12-03 09:00 (voice note)"
 

@@ -119,6 +119,20 @@ def test_rewrite_at_the_same_path_archives_the_old_version() -> None:
     assert doc.archive[0].entry.text == "Lives in Lisbon"
 
 
+def test_a_rewrite_and_a_restored_version_keep_the_note_in_its_place() -> None:
+    doc = MemoryDocument()
+    for path in ("about/job", "about/home", "about/boat"):
+        doc = ops.add_entry(doc, entry(path, path))
+    doc = ops.replace(doc, entry("about/home", "Lives in Porto"), ("about/home",), NOW)
+    assert [e.path for e in doc.entries] == ["about/job", "about/home", "about/boat"]
+    doc = ops.restore_version(doc, 0, NOW)  # the first version comes back where the rewrite stood
+    assert [e.path for e in doc.entries] == ["about/job", "about/home", "about/boat"]
+    assert doc.get("about/home").text == "about/home"
+    assert [(r.entry.text, r.replaced_by) for r in doc.archive] == [("Lives in Porto", "about/home")]
+    doc = ops.restore_version(ops.archive(doc, "about/job", ArchiveReason.STALE, NOW), 1, NOW)
+    assert [e.path for e in doc.entries] == ["about/home", "about/boat", "about/job"]  # nothing stood there: at the end
+
+
 def test_archive_restore_and_forget_with_all_versions() -> None:
     doc = ops.add_entry(MemoryDocument(), entry("about/home", "v1"))
     doc = ops.replace(doc, entry("about/home-2", "v2"), ("about/home",), NOW)

@@ -1,202 +1,276 @@
-// The memory page's buttons: each calls the JSON API with the page's CSRF token, then reloads.
+// The memory page's script: it makes the page's plain forms work in place. Each change posts its
+// form with X-Nod-Inline, says the answer beside the form (an error as an alert), and refreshes
+// only the parts of the page marked data-region from a fresh copy, so nothing jumps to the top
+// and focus stays where the owner was. Search and filters run on every key press.
 // No framework and nothing from outside the server (the Content-Security-Policy allows only 'self').
 "use strict";
 
-const csrf = document.querySelector('meta[name="csrf-token"]').content;
-const status = document.getElementById("status");
+const PAGE = "/settings/memory";
+document.documentElement.classList.add("js");
 
-function say(text) {
-  status.textContent = text;
+// ---- what an action said, beside it -------------------------------------------------------
+
+function say(target, text, error) {
+  document.querySelectorAll("[data-said]").forEach((old) => old.remove());
+  if (!target || !text) {
+    return null;
+  }
+  const line = document.createElement("p");
+  line.className = error ? "said error" : "said";
+  line.setAttribute("role", error ? "alert" : "status");
+  line.tabIndex = -1;
+  line.dataset.said = "";
+  const heading = target.matches("section.area, section.settings") ? target.querySelector("h2") : null;
+  if (heading) {
+    heading.after(line);
+  } else {
+    target.append(line);
+  }
+  // a live region announces a change of its text, so the text arrives just after the element
+  window.requestAnimationFrame(() => { line.textContent = text; });
+  return line;
 }
 
-// what the last action said survives the reload that shows its result
-say(window.sessionStorage.getItem("nod-status") || "");
-window.sessionStorage.removeItem("nod-status");
+// ---- search and filters, without a reload ---------------------------------------------------
 
-async function call(method, url, body) {
-  const response = await fetch(url, {
-    method,
-    headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    credentials: "same-origin",
-  });
-  const answer = await response.json().catch(() => ({ error: "The server's answer could not be read." }));
+const find = document.querySelector("form.find");
+const foundLine = document.getElementById("found");
+const foundCount = document.getElementById("found-count");
+
+function folded(text) {
+  return text.normalize("NFKD").toLowerCase().replace(/\p{M}/gu, "").replace(/ß/g, "ss").split(/\s+/).filter(Boolean);
+}
+
+function applyFilters() {
+  const data = new FormData(find);
+  const words = folded(String(data.get("q") || ""));
+  const area = data.get("area") || "";
+  const status = data.get("status") || "";
+  const sensitive = data.get("sensitive") === "1";
+  const active = words.length > 0 || Boolean(area) || Boolean(status) || sensitive;
+  let shown = 0;
+  let total = 0;
+  for (const section of document.querySelectorAll("section[data-area]")) {
+    let here = 0;
+    for (const note of section.querySelectorAll("article.note")) {
+      total += 1;
+      const keep = (!area || section.dataset.area === area) && (!status || note.dataset.status === status)
+        && (!sensitive || "sensitive" in note.dataset) && words.every((word) => note.dataset.find.includes(word));
+      note.hidden = !keep;
+      here += keep ? 1 : 0;
+    }
+    shown += here;
+    section.hidden = active && here === 0;
+  }
+  for (const other of document.querySelectorAll("#skills, #schedules, #archive, #settings")) {
+    other.hidden = active;
+  }
+  document.getElementById("no-match").hidden = !active || shown > 0;
+  // the line is changed, never rebuilt: a click on its link must find the link still there
+  const count = active ? `${shown} of ${total} notes match.` : "";
+  if (foundCount.textContent !== count) {
+    foundCount.textContent = count;
+  }
+  foundLine.hidden = !active;
+  const query = new URLSearchParams([...data].filter(([, value]) => value !== ""));
+  window.history.replaceState(null, "", query.toString() ? `${PAGE}?${query}` : PAGE + window.location.hash);
+}
+
+find.addEventListener("input", applyFilters);
+find.addEventListener("change", applyFilters);
+
+// ---- refreshing the changed parts of the page -------------------------------------------------
+
+async function refresh() {
+  const response = await fetch(PAGE, { credentials: "same-origin", headers: { Accept: "text/html" } });
   if (!response.ok) {
-    throw new Error(answer.error || `The server answered ${response.status}.`);
+    return;
   }
-  return answer;
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  const focused = document.activeElement && document.activeElement.id;
+  const open = [...document.querySelectorAll("details.sources[open][id]")].map((details) => details.id);
+  for (const region of document.querySelectorAll("[data-region]")) {
+    const next = fresh.getElementById(region.id);
+    if (next && next.outerHTML !== region.outerHTML) {
+      region.replaceWith(document.importNode(next, true));
+    }
+  }
+  open.forEach((id) => { const details = document.getElementById(id); if (details) { details.open = true; } });
+  applyFilters();
+  const lost = !document.activeElement || document.activeElement === document.body;
+  if (lost && focused && document.getElementById(focused)) {
+    document.getElementById(focused).focus();
+  }
+  watchGmail();
 }
 
-async function act(work, done) {
+// ---- posting a form in place ----------------------------------------------------------------
+
+function anchorOf(form) {
+  return form.closest("article[id], details[id], section[id], div[data-region]");
+}
+
+async function send(form) {
+  const button = form.querySelector("button[type=submit]");
+  const here = anchorOf(form);
+  let response = null;
+  let answer;
+  if (button) { button.disabled = true; }
+  form.setAttribute("aria-busy", "true");
   try {
-    const answer = await work();
-    window.sessionStorage.setItem("nod-status", typeof done === "function" ? done(answer) : done);
-    window.location.reload();
-  } catch (error) {
-    say(error.message);
+    response = await fetch(form.action, {
+      method: "POST", body: new FormData(form), credentials: "same-origin",
+      headers: { "X-Nod-Inline": "1", Accept: "application/json" },
+    });
+    answer = await response.json();
+  } catch (problem) {
+    answer = { error: response ? `The server answered ${response.status}.` : "Nod did not answer: check the connection and try again." };
+  }
+  if (button) { button.disabled = false; }
+  form.removeAttribute("aria-busy");
+  if (!response || !response.ok) {
+    if (response && response.status === 409) {
+      await refresh();  // show the note as it is now
+    }
+    const target = form.isConnected ? form : document.getElementById(answer.at) || here;
+    say(target, answer.error || "That did not work.", true);
+    return;
+  }
+  if (answer.go) {
+    window.location.assign(answer.go);
+    return;
+  }
+  if (typeof answer.html === "string") {
+    document.getElementById("candidates").innerHTML = answer.html;  // rendered and escaped by the server
+  }
+  const keep = form.isConnected && form.matches(".add, .import, .restore-backup") ? form : null;
+  await refresh();
+  if (keep) {
+    keep.reset();
+  }
+  const line = say(document.getElementById(answer.at) || (here && here.isConnected ? here : null)
+    || document.getElementById("top"), answer.said, false);
+  const lost = !document.activeElement || document.activeElement === document.body || !document.activeElement.isConnected;
+  if (line && lost) {
+    line.focus();
   }
 }
 
-function notePath(element) {
-  const note = element.closest(".note");
-  return { note, path: note.dataset.path, etag: note.dataset.etag };
-}
+// ---- a note's edit form, made when asked for from one template --------------------------------
 
-function noteUrl(path) {
-  return "/api/memory/notes/" + path.split("/").map(encodeURIComponent).join("/");
-}
-
-// a note's edit form is made when asked for, from one template: the page stays half the size
-function editForm(note) {
+function openEdit(note) {
   let form = note.querySelector("form.edit");
   if (!form) {
     form = document.getElementById("note-edit").content.firstElementChild.cloneNode(true);
+    form.action = `${PAGE}/note/${note.dataset.path}/edit`;
+    form.elements.etag.value = note.dataset.etag;
     form.elements.text.value = note.querySelector(".text").textContent;
     form.elements.abstract.value = note.dataset.abstract;
     form.elements.expires.value = note.dataset.expires;
-    note.append(form);
+    note.querySelector(".foot").after(form);
   }
-  return form;
+  note.querySelector("form[data-edit] button").setAttribute("aria-expanded", "true");
+  const field = form.elements.text;
+  field.focus();
+  field.setSelectionRange(field.value.length, field.value.length);  // type on from the end
 }
 
-function toggleEdit(note, editing) {
-  editForm(note).hidden = !editing;
-  note.querySelector(".actions").hidden = editing;
-  if (editing) {
-    const field = note.querySelector("form.edit textarea, form.edit input");
-    field.focus();
-    field.setSelectionRange(field.value.length, field.value.length);  // type on from the end
-  }
+function closeEdit(form) {
+  const note = form.closest("article");
+  form.remove();
+  const button = note.querySelector("form[data-edit] button");
+  button.setAttribute("aria-expanded", "false");
+  button.focus();
 }
 
-// the Gmail card's buttons: Connect goes to Google's consent screen, which comes back to the page
-function gmail(action) {
-  if (action === "gmail-connect") {
-    call("POST", "/api/memory/gmail/connect", {}).then((answer) => window.location.assign(answer.url), (error) => say(error.message));
-  } else if (action === "gmail-refresh") {
-    act(() => call("POST", "/api/memory/gmail/refresh", {}), "Learning your writing style from your sent email…");
-  } else if (action === "gmail-disconnect") {
-    if (window.confirm("Disconnect Gmail? Nod's access is revoked at Google and its token deleted; the style note stays until you forget it.")) {
-      act(() => call("POST", "/api/memory/gmail/disconnect", {}), (answer) => answer.revoked
-        ? "Gmail disconnected; Google revoked Nod's access."
-        : "Gmail disconnected here; Google did not confirm the revocation, so remove Nod under your Google Account's third-party access.");
-    }
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form === find) {
+    event.preventDefault();
+    applyFilters();
+  } else if (form.matches("form[data-edit]")) {
+    event.preventDefault();
+    openEdit(form.closest("article"));
+  } else if (form.matches("form[data-inline]")) {
+    event.preventDefault();
+    send(form);
   }
-}
-
-// while a run goes on, look again every two seconds and show its result when it ends
-if (document.querySelector(".gmail[data-running]")) {
-  const poll = window.setInterval(async () => {
-    try {
-      const view = await call("GET", "/api/memory");
-      if (!view.gmail.running) {
-        window.clearInterval(poll);
-        window.location.reload();
-      }
-    } catch (error) {
-      window.clearInterval(poll);
-      say(error.message);
-    }
-  }, 2000);
-}
+});
 
 document.addEventListener("click", (event) => {
-  const button = event.target.closest("button[data-action]");
-  if (!button) {
+  const clear = event.target.closest("a[data-clear]");
+  if (clear) {
+    event.preventDefault();
+    find.reset();
+    find.querySelectorAll("input[type=search]").forEach((input) => { input.value = ""; });
+    find.querySelectorAll("select").forEach((select) => { select.value = ""; });
+    find.querySelectorAll("input[type=checkbox]").forEach((box) => { box.checked = false; });
+    applyFilters();
+    document.getElementById("find-q").focus();
     return;
   }
-  const action = button.dataset.action;
-  if (action.startsWith("gmail-")) {
-    gmail(action);
+  if (event.target.closest("button[data-cancel]")) {
+    closeEdit(event.target.closest("form"));
     return;
   }
-  const { note, path, etag } = notePath(button);
-  if (action === "edit") {
-    toggleEdit(note, true);
-  } else if (action === "cancel") {
-    toggleEdit(note, false);
-  } else if (action === "confirm") {
-    act(() => call("POST", noteUrl(path) + "/confirm", { etag }), "Confirmed.");
-  } else if (action === "forget") {
-    if (window.confirm(`Forget ${path} and every earlier version of it?`)) {
-      act(() => call("DELETE", noteUrl(path), { etag }), "Forgotten.");
+  // one menu open at a time; a click elsewhere closes it
+  for (const menu of document.querySelectorAll("details.menu[open], details.ask[open]")) {
+    if (!menu.contains(event.target)) {
+      menu.open = false;
     }
-  } else if (action === "restore") {
-    act(() => call("POST", `/api/memory/archive/${note.dataset.index}/restore`, { etag }), "Restored.");
-  } else if (action === "cancel-schedule") {
-    const id = note.dataset.schedule;
-    if (window.confirm("Cancel this reminder?")) {
-      act(() => call("DELETE", "/api/memory/schedules/" + encodeURIComponent(id)), "Cancelled.");
-    }
-  } else if (action === "forget-skill") {
-    const name = note.dataset.skill;
-    if (window.confirm(`Forget the skill ${name}?`)) {
-      act(() => call("DELETE", "/api/memory/skills/" + encodeURIComponent(name), { etag }), "Forgotten.");
-    }
+  }
+});
+
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape") {
+    return;
+  }
+  const edit = event.target.closest && event.target.closest("form.edit");
+  if (edit && edit.closest("article.note") && !edit.closest("details")) {
+    closeEdit(edit);
+    return;
+  }
+  const menu = event.target.closest && event.target.closest("details[open]");
+  if (menu && menu.matches(".menu, .ask")) {
+    menu.open = false;
+    menu.querySelector("summary").focus();
   }
 });
 
 document.addEventListener("change", (event) => {
-  const input = event.target.closest("input[data-setting]");
-  if (input) {
-    act(() => call("PUT", "/api/memory/settings", { [input.dataset.setting]: input.checked }), "Saved.");
+  const form = event.target.closest("form[data-auto]");
+  if (form) {
+    send(form);
   }
 });
 
-function previewList(form, notes) {
-  const list = form.querySelector(".candidates");
-  list.replaceChildren();
-  notes.forEach((note, n) => {
-    const item = document.createElement("li");
-    const label = document.createElement("label");
-    const box = document.createElement("input");
-    box.type = "checkbox";
-    box.checked = note.skip === null;
-    box.disabled = note.skip !== null;
-    box.dataset.area = note.area;
-    box.dataset.text = note.text;
-    box.id = `candidate-${n}`;
-    label.append(box, ` ${note.area}: ${note.text}`);
-    if (note.skip !== null) {
-      const why = document.createElement("small");
-      why.textContent = ` (skipped: ${note.skip})`;
-      label.append(why);
+// while a Gmail run goes on, look again every two seconds and show its result when it ends
+let polling = false;
+
+function watchGmail() {
+  if (polling || !document.querySelector(".gmail[data-running]")) {
+    return;
+  }
+  polling = true;
+  const poll = window.setInterval(async () => {
+    try {
+      const response = await fetch("/api/memory", { credentials: "same-origin" });
+      const view = await response.json();
+      if (!view.gmail || !view.gmail.running) {
+        window.clearInterval(poll);
+        polling = false;
+        await refresh();
+      }
+    } catch (problem) {
+      window.clearInterval(poll);
+      polling = false;
     }
-    item.append(label);
-    list.append(item);
-  });
-  form.hidden = notes.length === 0;
+  }, 2000);
 }
 
-document.addEventListener("submit", async (event) => {
-  const form = event.target;
-  event.preventDefault();
-  const data = new FormData(form);
-  const action = form.dataset.action;
-  if (action === "add") {
-    const path = `${data.get("area")}/${data.get("slug")}`;
-    act(() => call("POST", "/api/memory/notes", { path, text: data.get("text") }), "Added.");
-  } else if (action === "rewrite") {
-    const { path, etag } = notePath(form);
-    const body = { etag, text: data.get("text"), abstract: data.get("abstract") || null, expires: data.get("expires") || null };
-    act(() => call("PUT", noteUrl(path), body), "Saved.");
-  } else if (action === "edit-skill") {
-    const note = form.closest(".note");
-    const body = { etag: note.dataset.etag, description: data.get("description"), body: data.get("body") };
-    act(() => call("PUT", "/api/memory/skills/" + encodeURIComponent(note.dataset.skill), body), "Saved.");
-  } else if (action === "preview") {
-    try {
-      const answer = await call("POST", "/api/memory/import/preview", { text: data.get("text") });
-      previewList(document.querySelector("form.chosen"), answer.notes);
-      say(`${answer.notes.length} notes found; untick what you do not want.`);
-    } catch (error) {
-      say(error.message);
-    }
-  } else if (action === "import") {
-    const notes = [...form.querySelectorAll("input[type=checkbox]:checked")].map((box) => ({ area: box.dataset.area, text: box.dataset.text }));
-    act(() => call("POST", "/api/memory/import", { notes }), (answer) => {
-      const skipped = answer.skipped.map((s) => `${s.text} (${s.reason})`).join("; ");
-      return `Imported ${answer.saved.length} notes.` + (skipped ? ` Skipped: ${skipped}.` : "");
-    });
-  }
-});
+applyFilters();
+watchGmail();
+const first = document.querySelector("[data-said]");
+if (first) {
+  first.focus();  // after a form posted without the script: the answer is where the owner acted
+}
