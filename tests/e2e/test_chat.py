@@ -6,7 +6,6 @@ import asyncio
 import sys
 from pathlib import Path
 
-from tests.e2e.conftest import Nod
 from tests.e2e.test_cli import _env, nod
 from tests.fakes.model_server import UNSCRIPTED, FakeModelServer, text, tool
 
@@ -67,11 +66,3 @@ async def test_a_line_that_is_not_utf8_gets_a_sentence_and_the_chat_goes_on(tmp_
     assert process.returncode == 0 and b"Traceback" not in err
     blocks = [b for b in out.decode().split("\n\n") if b.strip()]
     assert blocks[0] == "That line is not UTF-8 text, so I skipped it." and blocks[1].startswith("I'm Nod")
-
-
-def test_owners_set_changes_the_spending_limit(cli: Nod, here: Path) -> None:
-    assert cli("owners", "add", "ana").returncode == 0
-    assert "$2.50 a month" in cli("owners", "set", "ana", "--spending-limit", "2.5").stdout
-    assert "of a $2.50 limit" in cli("usage", "--owner", "ana").stdout
-    bad = cli("owners", "set", "ana", "--spending-limit", "-1")
-    assert bad.returncode == 1 and "positive amount" in bad.stderr

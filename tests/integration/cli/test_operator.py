@@ -17,7 +17,7 @@ import pytest
 from bot.cli import main
 from bot.cli_parser import parser
 from core.storage.migrations import MIGRATIONS
-from tests.e2e.conftest import Nod, one_sentence
+from tests.integration.cli.conftest import Nod, one_sentence
 
 LATEST = MIGRATIONS[-1].version
 ALL = ", ".join(str(m.version) for m in MIGRATIONS)

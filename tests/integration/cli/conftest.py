@@ -1,8 +1,8 @@
 """The ``nod`` command in process (``bot.cli.main(argv)``): each call as the shell would run it.
 
-A few tests start the real process (``nod run``, piped ``nod chat``, ``kill -9``); the rest
-— refusals, exit statuses, stored data — run ``main`` here, which is the same code without
-a second of interpreter start-up per call.
+Refusals, exit statuses and stored data run ``main`` here, the same code without a second of
+interpreter start-up per call; the tests that start the real process (``nod run``, piped
+``nod chat``, ``kill -9``) are in tests/e2e.
 """
 
 from __future__ import annotations

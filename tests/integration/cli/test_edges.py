@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Nod, one_sentence
+from tests.integration.cli.conftest import Nod, one_sentence
 
 
 def _refused(cli: Nod, *argv: str) -> str:
