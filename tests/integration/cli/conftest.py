@@ -1,33 +1,23 @@
-"""The ``nod`` command in process (``bot.cli.main(argv)``): each call as the shell would run it.
+"""The ``nod`` command in process (``tests.cli_runner.run_nod``): each call as the shell would run it.
 
-Refusals, exit statuses and stored data run ``main`` here, the same code without a second of
-interpreter start-up per call; the tests that start the real process (``nod run``, piped
-``nod chat``, ``kill -9``) are in tests/e2e.
+Refusals, exit statuses and stored data run ``bot.cli.main`` here, the same code without a
+second of interpreter start-up per call; what only a process shows is in ``tests/e2e``.
 """
 
 from __future__ import annotations
 
-import io
 import os
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TextIO
 
 import pytest
 
-from bot.cli import main
+from tests.cli_runner import Ran, run_nod
 from tests.fakes.loopback import NOD_PREFIXES
 
 
-@dataclass(frozen=True)
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-Nod = Callable[..., Ran]
+class Nod(Protocol):
+    def __call__(self, *argv: str, stdin: str | TextIO = "", **environment: str) -> Ran: ...
 
 
 @pytest.fixture
@@ -43,34 +33,18 @@ def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def here(bare: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``bare`` with its own database, made as an operator would (``nod init``), at ``nod.db``."""
-    monkeypatch.setenv("NOD_DATABASE_URL", f"sqlite+aiosqlite:///{bare / 'nod.db'}")
-    assert main(["init"]) == 0
-    return bare
-
-
-@pytest.fixture
-def cli(bare: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Nod:
-    """``cli(*argv, stdin="", **environment)``: run ``nod`` in process; its exit status and output."""
-    def run(*argv: str, stdin: str = "", **environment: str) -> Ran:
-        capsys.readouterr()
-        with monkeypatch.context() as patch:
-            for name, value in environment.items():
-                patch.setenv(name, value)
-            patch.setattr(sys, "stdin", io.StringIO(stdin))
-            try:
-                code = main(list(argv))
-            except SystemExit as exc:  # argparse's bad usage
-                code = int(exc.code or 0)
-        out, err = capsys.readouterr()
-        return Ran(code, out, err)
+def cli(bare: Path) -> Nod:
+    """``cli(*argv, stdin="", **environment)``: ``nod ARGV`` in process, in ``bare``'s folder and
+    environment plus ``environment``; its exit status and output."""
+    def run(*argv: str, stdin: str | TextIO = "", **environment: str) -> Ran:
+        return run_nod(argv, stdin=stdin, environ={**os.environ, **environment})
     return run
 
 
-def one_sentence(result: Ran) -> str:
-    """The single line of standard error a refusal prints (never a traceback)."""
-    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
+@pytest.fixture
+def here(bare: Path, cli: Nod, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``bare`` with its own database, made as an operator would (``nod init``), at ``nod.db``."""
+    monkeypatch.setenv("NOD_DATABASE_URL", f"sqlite+aiosqlite:///{bare / 'nod.db'}")
+    made = cli("init")
+    assert made.returncode == 0, made.stderr
+    return bare

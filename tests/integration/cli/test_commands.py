@@ -7,7 +7,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from tests.integration.cli.conftest import Nod, one_sentence
+from tests.cli_runner import one_sentence
+from tests.integration.cli.conftest import Nod
 
 
 def test_bad_usage_exits_2_with_one_sentence(cli: Nod, here: Path) -> None:

@@ -17,7 +17,8 @@ from core.memory import portable
 from core.memory.codec import to_json
 from core.ports import VersionedDocument
 from core.storage.memory_store import MemoryStore
-from tests.integration.cli.conftest import Nod, one_sentence
+from tests.cli_runner import one_sentence
+from tests.integration.cli.conftest import Nod
 from tests.unit.test_memory_portable import every_kind
 
 

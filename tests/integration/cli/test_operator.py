@@ -17,7 +17,8 @@ import pytest
 from bot.cli import main
 from bot.cli_parser import parser
 from core.storage.migrations import MIGRATIONS
-from tests.integration.cli.conftest import Nod, one_sentence
+from tests.cli_runner import one_sentence
+from tests.integration.cli.conftest import Nod
 
 LATEST = MIGRATIONS[-1].version
 ALL = ", ".join(str(m.version) for m in MIGRATIONS)
@@ -174,12 +175,8 @@ def test_remove_asks_on_a_terminal(here: Path, cli: Nod) -> None:
             return True
 
     assert cli("owners", "add", "ana").returncode == 0
-    from unittest import mock
-
-    with mock.patch.object(sys, "stdin", Terminal("bo\n")):
-        assert main(["owners", "remove", "ana"]) == 1
-    with mock.patch.object(sys, "stdin", Terminal("ana\n")):
-        assert main(["owners", "remove", "ana"]) == 0
+    assert cli("owners", "remove", "ana", stdin=Terminal("bo\n")).returncode == 1
+    assert cli("owners", "remove", "ana", stdin=Terminal("ana\n")).returncode == 0
     assert "No owners yet" in cli("owners", "list").stdout
 
 
