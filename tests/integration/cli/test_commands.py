@@ -11,6 +11,20 @@ from tests.cli_runner import one_sentence
 from tests.integration.cli.conftest import Nod
 
 
+def test_owners_add_and_list(cli: Nod, here: Path) -> None:
+    added = cli("owners", "add", "ana", "--telegram", "42", "--whatsapp", "+351911", "--tz", "Europe/Lisbon")
+    assert added.returncode == 0, added.stderr
+    listed = cli("owners", "list")
+    assert listed.stdout.strip() == "ana\tEurope/Lisbon\ttelegram:42, whatsapp:+351911"
+    again = cli("owners", "add", "ana")
+    assert again.returncode == 1 and "already registered" in one_sentence(again)
+    linked = cli("owners", "link", "ana", "--telegram", "43")
+    assert linked.returncode == 0 and cli("owners", "set", "ana", "--tz", "Asia/Tokyo").returncode == 0
+    assert cli("owners", "list").stdout.strip() == "ana\tAsia/Tokyo\ttelegram:42, whatsapp:+351911, telegram:43"
+    taken = cli("owners", "add", "bo", "--telegram", "43")
+    assert taken.returncode == 1 and "already registered" in one_sentence(taken)
+
+
 def test_bad_usage_exits_2_with_one_sentence(cli: Nod, here: Path) -> None:
     result = cli("memory", "add", "--owner", "ana")
     assert result.returncode == 2

@@ -1,20 +1,17 @@
 """The operator's ``nod``: one data directory, help and examples, JSON listings, standard input,
-closed pipes, a busy port, owners removed, renamed and unlinked (issue 43: 9, 10, 11)."""
+owners removed, renamed and unlinked (issue 43: 9, 10, 11). A closed pipe and a busy port are
+process tests (tests/e2e/test_cli.py)."""
 
 from __future__ import annotations
 
 import argparse
 import io
 import json
-import os
-import socket
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
 
-from bot.cli import main
 from bot.cli_parser import parser
 from core.storage.migrations import MIGRATIONS
 from tests.cli_runner import one_sentence
@@ -102,36 +99,6 @@ def test_history_import_reads_standard_input_takes_user_as_owner_and_names_the_r
         sentence = one_sentence(refused)
         assert refused.returncode == 1 and said in sentence and "Error" not in sentence
     assert "owner" in cli("history", "import", "--help").stdout and '"user"' in cli("history", "import", "--help").stdout
-
-
-def test_a_closed_pipe_ends_quietly_with_status_0(here: Path, cli: Nod, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """`nod owners list | head -1` printed "nod: Broken pipe." and failed."""
-    for n in range(3):
-        assert cli("owners", "add", f"owner-{n}").returncode == 0
-    read, write = os.pipe()
-    os.close(read)  # the reader (head) is gone before nod writes
-    closed = open(write, "w", encoding="utf-8")  # noqa: SIM115 - handed to the command as its stdout
-    monkeypatch.setattr(sys, "stdout", closed)
-    try:
-        code = main(["owners", "list"])
-    finally:
-        monkeypatch.undo()
-        closed.close()
-    assert code == 0 and capsys.readouterr().err == ""
-
-
-def test_a_busy_port_is_one_sentence(here: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """It printed a Python tuple: "error while attempting to bind on address ('127.0.0.1', 8080)"."""
-    with socket.socket() as taken:  # capfd: `nod run` hands faulthandler its real standard error
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        monkeypatch.setenv("NOD_PORT", str(port))
-        code = main(["run"])
-    err = capfd.readouterr().err
-    assert code == 1 and err == (f"nod: Port {port} on 127.0.0.1 is in use; set NOD_PORT to a free port "
-                                 "or stop the program using it.\n")
 
 
 def test_owners_are_renamed_unlinked_and_removed_with_everything_of_theirs(cli: Nod, here: Path) -> None:
