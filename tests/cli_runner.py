@@ -1,4 +1,4 @@
-"""``nod`` run in this process: ``bot.cli.main(argv)`` as the shell would run it, in a second's less.
+"""``nod`` run in this process: ``bot.cli.main(argv)`` as the shell would run it, without a second of start-up.
 
 ``run_nod`` gives the command its own environment, working folder, standard input and
 output, and puts them back afterwards, with the logging ``main`` configures (its handler
