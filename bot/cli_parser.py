@@ -1,7 +1,7 @@
 """The ``nod`` command's arguments: every command, every option with its help, and an example each.
 
 Kept apart from ``bot.cli`` (which runs a command and turns its failures into sentences)
-so the whole surface reads in one place; ``tests/e2e/test_cli_operator.py`` walks this
+so the whole surface reads in one place; ``tests/integration/cli/test_operator.py`` walks this
 parser and fails on an option without help or a command without an example.
 """
 

@@ -57,6 +57,12 @@ class _LibraryArguments(logging.Filter):
         return True
 
 
+# held at WARNING whatever the level; twilio's client logs each request's headers at INFO,
+# about ten lines per send. Named here so whoever runs ``nod`` in process (the tests) can
+# put these levels back afterwards.
+QUIET_LIBRARIES = ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg", "twilio")
+
+
 def configure_logging(level: str, log_text: bool = False) -> None:
     logging.basicConfig(
         stream=sys.stderr,
@@ -68,6 +74,5 @@ def configure_logging(level: str, log_text: bool = False) -> None:
         if not log_text:
             handler.addFilter(_LibraryArguments())
         handler.addFilter(_UrlCredentials())  # after the arguments are withheld: what is left is checked
-    # twilio's client logs each request's headers at INFO, about ten lines per send
-    for noisy in ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg", "twilio"):
+    for noisy in QUIET_LIBRARIES:
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,83 +1,20 @@
-"""The ``nod`` command in process (``bot.cli.main(argv)``): each call as the shell would run it.
+"""The browser tests' fixtures: Nod's page on a loopback port, and Debian's Chromium through Playwright.
 
-A few tests start the real process (``nod run``, piped ``nod chat``, ``kill -9``); the rest
-— refusals, exit statuses, stored data — run ``main`` here, which is the same code without
-a second of interpreter start-up per call.
+The ``nod`` command's own tests run it in process (``tests/cli_runner.py``, ``tests/integration/cli/``);
+what stays here starts real processes or a real browser.
 """
 
 from __future__ import annotations
 
-import io
-import os
-import sys
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.cli import main
 from tests.e2e.browser_kit import CHROMIUM, FLAGS, browser_or_skip
-from tests.fakes.loopback import NOD_PREFIXES
 from tests.fakes.model_server import FakeModelServer
 from tests.integration.page_harness import PageSite, make_page_site
-
-
-@dataclass(frozen=True)
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-Nod = Callable[..., Ran]
-
-
-@pytest.fixture
-def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working directory and no Nod settings from the developer's shell; NOD_HOME is ``home/``
-    inside it, with nothing in it yet."""
-    for name in list(os.environ):
-        if name.startswith(NOD_PREFIXES):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NOD_HOME", str(tmp_path / "home"))
-    return tmp_path
-
-
-@pytest.fixture
-def here(bare: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``bare`` with its own database, made as an operator would (``nod init``), at ``nod.db``."""
-    monkeypatch.setenv("NOD_DATABASE_URL", f"sqlite+aiosqlite:///{bare / 'nod.db'}")
-    assert main(["init"]) == 0
-    return bare
-
-
-@pytest.fixture
-def cli(bare: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Nod:
-    """``cli(*argv, stdin="", **environment)``: run ``nod`` in process; its exit status and output."""
-    def run(*argv: str, stdin: str = "", **environment: str) -> Ran:
-        capsys.readouterr()
-        with monkeypatch.context() as patch:
-            for name, value in environment.items():
-                patch.setenv(name, value)
-            patch.setattr(sys, "stdin", io.StringIO(stdin))
-            try:
-                code = main(list(argv))
-            except SystemExit as exc:  # argparse's bad usage
-                code = int(exc.code or 0)
-        out, err = capsys.readouterr()
-        return Ran(code, out, err)
-    return run
-
-
-def one_sentence(result: Ran) -> str:
-    """The single line of standard error a refusal prints (never a traceback)."""
-    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 @pytest.fixture

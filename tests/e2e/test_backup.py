@@ -1,5 +1,6 @@
 """``nod backup`` taken while a real ``nod run`` stores messages, restored into a fresh NOD_HOME
-where Nod answers from it (issue 43: 11; the restore is the README's "Backup and restore")."""
+where Nod answers from it (issue 43: 11; the restore is the README's "Backup and restore").
+The backup is a process of its own beside ``nod run``; the commands around it run in process."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import aiohttp
 
+from tests.cli_runner import Ran, run_nod
 from tests.fakes import telegram_server as tg
 from tests.fakes.loopback import clean_env, free_port, wait_healthy
 
@@ -21,9 +23,14 @@ SECRET = "backup-secret"
 MAYA = 4242
 
 
-def _nod(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60)
+def _backup(env: dict[str, str], cwd: Path, file: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bot", "backup", str(file)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+async def _nod(env: dict[str, str], cwd: Path, *argv: str) -> Ran:
+    """``nod ARGV`` in process, in a thread: ``main`` runs an event loop of its own."""
+    return await asyncio.to_thread(run_nod, argv, environ=env, cwd=cwd)
 
 
 async def test_a_backup_taken_while_nod_run_writes_restores_into_a_working_nod(tmp_path: Path) -> None:
@@ -34,7 +41,7 @@ async def test_a_backup_taken_while_nod_run_writes_restores_into_a_working_nod(t
                     TELEGRAM_WEBHOOK_SECRET=SECRET)
     for argv in (("init",), ("owners", "add", "maya", "--telegram", str(MAYA)),
                  ("memory", "add", "--owner", "maya", "people/sister", "Sister: Ana, lives in Porto")):
-        done = _nod(env, tmp_path, *argv)
+        done = await _nod(env, tmp_path, *argv)
         assert done.returncode == 0, done.stderr
     log = (tmp_path / "run.log").open("w")  # a file, not a pipe: INFO lines of hundreds of messages would fill
     proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env,  # a pipe nobody reads
@@ -60,15 +67,13 @@ async def test_a_backup_taken_while_nod_run_writes_restores_into_a_working_nod(t
         writing = asyncio.create_task(write())
         await asyncio.wait_for(twenty.wait(), 30)  # the process is storing messages when the backup starts
         before = set(acknowledged)
-        backup = await asyncio.to_thread(_nod, env, tmp_path, "backup", str(tmp_path / "copy.db"))
+        backup = await asyncio.to_thread(_backup, env, tmp_path, tmp_path / "copy.db")
         during = len(acknowledged)
         stop.set()
         await asyncio.wait_for(writing, 30)
         assert backup.returncode == 0, backup.stderr
         assert backup.stdout.startswith(f"Backed up {tmp_path / 'home' / 'nod.db'} to {tmp_path / 'copy.db'} (")
         assert during > len(before)  # the server went on taking messages while the copy was made
-        again = _nod(env, tmp_path, "backup", str(tmp_path / "copy.db"))
-        assert again.returncode == 1 and "never overwrites" in again.stderr
     finally:
         stop.set()
         proc.send_signal(signal.SIGTERM)
@@ -77,6 +82,8 @@ async def test_a_backup_taken_while_nod_run_writes_restores_into_a_working_nod(t
         await telegram.stop()
     stderr = (tmp_path / "run.log").read_text()
     assert proc.returncode == 0 and "Traceback" not in stderr
+    again = await _nod(env, tmp_path, "backup", str(tmp_path / "copy.db"))
+    assert again.returncode == 1 and "never overwrites" in again.stderr
 
     with sqlite3.connect(tmp_path / "copy.db") as copy:
         assert copy.execute("PRAGMA quick_check").fetchone() == ("ok",)
@@ -88,9 +95,9 @@ async def test_a_backup_taken_while_nod_run_writes_restores_into_a_working_nod(t
     restored.mkdir()
     shutil.copy(tmp_path / "copy.db", restored / "nod.db")  # the README's restore: the file into NOD_HOME
     fresh = clean_env(NOD_HOME=str(restored))
-    shown = _nod(fresh, tmp_path, "memory", "show", "--owner", "maya")
+    shown = await _nod(fresh, tmp_path, "memory", "show", "--owner", "maya")
     assert shown.returncode == 0 and "people/sister [Confirmed]: Sister: Ana, lives in Porto" in shown.stdout
-    found = _nod(fresh, tmp_path, "tool", "--owner", "maya", "history_search", '{"query": "figs", "limit": 5}')
+    found = await _nod(fresh, tmp_path, "tool", "--owner", "maya", "history_search", '{"query": "figs", "limit": 5}')
     assert found.returncode == 0, found.stderr
     answer = json.loads(found.stdout)
     assert answer["totalMatches"] == len(stored) and answer["results"][0]["text"].startswith("backup test message")

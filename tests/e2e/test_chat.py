@@ -1,4 +1,5 @@
-"""``nod chat`` and ``nod usage`` as processes, against the scripted model server."""
+"""``nod chat`` as a process, its standard input a pipe, against the scripted model server; the
+owners it talks for are made in process."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from tests.e2e.conftest import Nod
-from tests.e2e.test_cli import _env, nod
+from tests.cli_runner import Ran, run_nod
+from tests.e2e.test_cli import _env
 from tests.fakes.model_server import UNSCRIPTED, FakeModelServer, text, tool
 
 AGENT = "gpt-4o-mini"
@@ -22,9 +23,21 @@ async def _chat(tmp_path: Path, lines: str, **extra: str) -> tuple[int, str, str
     return process.returncode or 0, out.decode(), err.decode()
 
 
+async def _nod(tmp_path: Path, *argv: str) -> Ran:
+    """``nod ARGV`` in process, in a thread (``main`` runs an event loop of its own), in ``_chat``'s environment."""
+    return await asyncio.to_thread(run_nod, argv, environ=_env(tmp_path), cwd=tmp_path)
+
+
+async def _ana(tmp_path: Path) -> None:
+    for argv in (("init",), ("owners", "add", "ana")):
+        done = await _nod(tmp_path, *argv)
+        assert done.returncode == 0, done.stderr
+
+
 async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Path) -> None:
-    assert nod(tmp_path, "init").returncode == 0 and nod(tmp_path, "owners", "add", "ana").returncode == 0
-    assert nod(tmp_path, "memory", "add", "--owner", "ana", "people/sister", "Sister: Ana, lives in Porto").returncode == 0
+    await _ana(tmp_path)
+    assert (await _nod(tmp_path, "memory", "add", "--owner", "ana", "people/sister", "Sister: Ana, lives in Porto")
+            ).returncode == 0
     server = await FakeModelServer().start()
     try:
         server.enqueue(AGENT, text("Hello, Ana!"), tool("memory_read", {"path": "people"}), text("Your sister lives in Porto."))
@@ -45,13 +58,13 @@ async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Pat
     assert blocks[6] == "Nothing is running." and blocks[7] == "I don't have that command."
     assert blocks[8].startswith("I'm Nod, your assistant.") and blocks[-1] == UNSCRIPTED
     assert len(server.calls()) == 4 and "Traceback" not in err
-    usage = nod(tmp_path, "usage", "--owner", "ana")
+    usage = await _nod(tmp_path, "usage", "--owner", "ana")
     assert usage.returncode == 0
     assert any(line.split()[:3] == ["today", "agent", "4"] for line in usage.stdout.splitlines()), usage.stdout
 
 
 async def test_chat_without_a_model_still_starts_and_says_how_to_configure_one(tmp_path: Path) -> None:
-    assert nod(tmp_path, "init").returncode == 0 and nod(tmp_path, "owners", "add", "ana").returncode == 0
+    await _ana(tmp_path)
     code, out, err = await _chat(tmp_path, "hello\n/quit\nnever read\n")
     assert code == 0, err
     assert out.strip().startswith("I can't answer yet: no model is configured.")
@@ -59,7 +72,7 @@ async def test_chat_without_a_model_still_starts_and_says_how_to_configure_one(t
 
 
 async def test_a_line_that_is_not_utf8_gets_a_sentence_and_the_chat_goes_on(tmp_path: Path) -> None:
-    assert nod(tmp_path, "init").returncode == 0 and nod(tmp_path, "owners", "add", "ana").returncode == 0
+    await _ana(tmp_path)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "chat", "--owner", "ana", cwd=tmp_path, env=_env(tmp_path),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -67,11 +80,3 @@ async def test_a_line_that_is_not_utf8_gets_a_sentence_and_the_chat_goes_on(tmp_
     assert process.returncode == 0 and b"Traceback" not in err
     blocks = [b for b in out.decode().split("\n\n") if b.strip()]
     assert blocks[0] == "That line is not UTF-8 text, so I skipped it." and blocks[1].startswith("I'm Nod")
-
-
-def test_owners_set_changes_the_spending_limit(cli: Nod, here: Path) -> None:
-    assert cli("owners", "add", "ana").returncode == 0
-    assert "$2.50 a month" in cli("owners", "set", "ana", "--spending-limit", "2.5").stdout
-    assert "of a $2.50 limit" in cli("usage", "--owner", "ana").stdout
-    bad = cli("owners", "set", "ana", "--spending-limit", "-1")
-    assert bad.returncode == 1 and "positive amount" in bad.stderr

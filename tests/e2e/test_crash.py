@@ -11,8 +11,9 @@ from pathlib import Path
 
 import aiohttp
 
+from tests.cli_runner import run_nod
 from tests.fakes import telegram_server as tg
-from tests.fakes.loopback import clean_env, free_port, init_database, wait_healthy
+from tests.fakes.loopback import clean_env, free_port, wait_healthy
 from tests.fakes.model_server import FakeModelServer, text
 
 AGENT = "gpt-4o-mini"
@@ -50,10 +51,9 @@ async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_aft
                     NOD_AGENT_MODEL=AGENT, OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="test",
                     TELEGRAM_BOT_TOKEN=tg.TOKEN, TELEGRAM_API_BASE_URL=telegram.base_url,
                     TELEGRAM_WEBHOOK_URL="https://nod.example.org/webhooks/telegram", TELEGRAM_WEBHOOK_SECRET=SECRET)
-    init_database(tmp_path, env)
-    added = subprocess.run([sys.executable, "-m", "bot", "owners", "add", "maya", "--telegram", str(MAYA)],
-                           cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert added.returncode == 0, added.stderr
+    for argv in (("init",), ("owners", "add", "maya", "--telegram", str(MAYA))):  # in process; main runs its own loop
+        done = await asyncio.to_thread(run_nod, argv, environ=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
     model.enqueue(AGENT, *[text("never in time", delay_s=60) for _ in range(60)])
     proc = _start(tmp_path, env)
     try:

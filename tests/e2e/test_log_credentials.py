@@ -16,6 +16,7 @@ from pathlib import Path
 
 import aiohttp
 
+from tests.cli_runner import run_nod
 from tests.fakes.loopback import clean_env, free_port, wait_healthy
 
 SECRET_KEY = "a-secret-key-for-signing-page-sessions-0123456789"
@@ -36,7 +37,7 @@ async def test_a_sign_in_token_in_a_refused_request_line_never_reaches_the_log(t
     env = clean_env(NOD_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", NOD_PORT=str(port),
                     NOD_SECRET_KEY=SECRET_KEY, NOD_PUBLIC_URL=f"http://127.0.0.1:{port}")
     for argv in (("init",), ("owners", "add", "maya"), ("page", "--owner", "maya")):
-        done = subprocess.run([sys.executable, "-m", "bot", *argv], cwd=tmp_path, env=env, capture_output=True, text=True)
+        done = await asyncio.to_thread(run_nod, argv, environ=env, cwd=tmp_path)  # in process; main runs its own loop
         assert done.returncode == 0, done.stderr
     token = re.search(r"\?t=([\w-]+)", done.stdout).group(1)  # type: ignore[union-attr]
     proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env,

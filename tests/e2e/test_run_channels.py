@@ -10,9 +10,10 @@ from pathlib import Path
 
 import aiohttp
 
+from tests.cli_runner import run_nod
 from tests.fakes import telegram_server as tg
 from tests.fakes import twilio_server as tw
-from tests.fakes.loopback import clean_env, free_port, init_database, wait_healthy
+from tests.fakes.loopback import clean_env, free_port, wait_healthy
 from tests.fakes.model_server import FakeModelServer, text
 
 AGENT = "gpt-4o-mini"
@@ -30,10 +31,9 @@ async def test_nod_run_answers_on_telegram_and_whatsapp_then_stops_cleanly(tmp_p
                OPENAI_API_KEY="test", TELEGRAM_BOT_TOKEN=tg.TOKEN, TELEGRAM_API_BASE_URL=telegram.base_url,
                TWILIO_ACCOUNT_SID=tw.ACCOUNT_SID, TWILIO_AUTH_TOKEN=tw.AUTH_TOKEN, TWILIO_WHATSAPP_FROM=tw.FROM,
                TWILIO_API_BASE_URL=twilio.base_url, NOD_PUBLIC_URL="https://nod.example.org")
-    init_database(tmp_path, env)
-    added = subprocess.run([sys.executable, "-m", "bot", "owners", "add", "maya", "--telegram", "4242",
-                            "--whatsapp", "+351910000001"], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert added.returncode == 0, added.stderr
+    for argv in (("init",), ("owners", "add", "maya", "--telegram", "4242", "--whatsapp", "+351910000001")):
+        done = await asyncio.to_thread(run_nod, argv, environ=env, cwd=tmp_path)  # in process; main runs its own loop
+        assert done.returncode == 0, done.stderr
     # subprocess.Popen, not asyncio's: asyncio's child watcher outlives a test's loop and misses exits
     proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -13,7 +13,6 @@ import os
 import queue
 import socket
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -57,13 +56,6 @@ def clean_env(**settings: str) -> dict[str, str]:
         env["NOD_HOME"] = str(Path(database.removeprefix(SQLITE)).parent)
     env.update(settings)
     return env
-
-
-def init_database(cwd: Path, env: dict[str, str]) -> None:
-    """``nod init`` as an operator runs it first: only it and ``nod run`` create a database."""
-    done = subprocess.run([sys.executable, "-m", "bot", "init"], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
 
 
 def wait_listening(proc: subprocess.Popen[Any], timeout: float = 60.0) -> None:

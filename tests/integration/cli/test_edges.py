@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Nod, one_sentence
+from tests.cli_runner import one_sentence
+from tests.integration.cli.conftest import Nod
 
 
 def _refused(cli: Nod, *argv: str) -> str:

@@ -17,7 +17,8 @@ from core.memory import portable
 from core.memory.codec import to_json
 from core.ports import VersionedDocument
 from core.storage.memory_store import MemoryStore
-from tests.e2e.conftest import Nod, one_sentence
+from tests.cli_runner import one_sentence
+from tests.integration.cli.conftest import Nod
 from tests.unit.test_memory_portable import every_kind
 
 
@@ -191,7 +192,7 @@ def test_an_unreadable_file_is_one_sentence(cli: Nod, here: Path, flag: list[str
 
 
 def test_reminders_travel_with_the_json_export(cli: Nod, here: Path) -> None:
-    from tests.e2e.test_cli_edges import _one_schedule
+    from tests.integration.cli.test_edges import _one_schedule
 
     assert cli("owners", "add", "ana", "--tz", "Europe/Lisbon").returncode == 0
     asyncio.run(_one_schedule(here))

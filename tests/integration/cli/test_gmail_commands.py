@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from tests.e2e.conftest import Nod, one_sentence
+from tests.cli_runner import one_sentence
+from tests.integration.cli.conftest import Nod
 
 GOOGLE = {"GOOGLE_CLIENT_ID": "nod-test.apps.googleusercontent.com", "GOOGLE_CLIENT_SECRET": "s3cret",
           "NOD_SECRET_KEY": "k" * 32, "NOD_PUBLIC_URL": "https://nod.example.com"}

@@ -1,23 +1,21 @@
 """The operator's ``nod``: one data directory, help and examples, JSON listings, standard input,
-closed pipes, a busy port, owners removed, renamed and unlinked (issue 43: 9, 10, 11)."""
+owners removed, renamed and unlinked (issue 43: 9, 10, 11). A closed pipe and a busy port are
+process tests (tests/e2e/test_cli.py)."""
 
 from __future__ import annotations
 
 import argparse
 import io
 import json
-import os
-import socket
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
 
-from bot.cli import main
 from bot.cli_parser import parser
 from core.storage.migrations import MIGRATIONS
-from tests.e2e.conftest import Nod, one_sentence
+from tests.cli_runner import one_sentence
+from tests.integration.cli.conftest import Nod
 
 LATEST = MIGRATIONS[-1].version
 ALL = ", ".join(str(m.version) for m in MIGRATIONS)
@@ -103,36 +101,6 @@ def test_history_import_reads_standard_input_takes_user_as_owner_and_names_the_r
     assert "owner" in cli("history", "import", "--help").stdout and '"user"' in cli("history", "import", "--help").stdout
 
 
-def test_a_closed_pipe_ends_quietly_with_status_0(here: Path, cli: Nod, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """`nod owners list | head -1` printed "nod: Broken pipe." and failed."""
-    for n in range(3):
-        assert cli("owners", "add", f"owner-{n}").returncode == 0
-    read, write = os.pipe()
-    os.close(read)  # the reader (head) is gone before nod writes
-    closed = open(write, "w", encoding="utf-8")  # noqa: SIM115 - handed to the command as its stdout
-    monkeypatch.setattr(sys, "stdout", closed)
-    try:
-        code = main(["owners", "list"])
-    finally:
-        monkeypatch.undo()
-        closed.close()
-    assert code == 0 and capsys.readouterr().err == ""
-
-
-def test_a_busy_port_is_one_sentence(here: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """It printed a Python tuple: "error while attempting to bind on address ('127.0.0.1', 8080)"."""
-    with socket.socket() as taken:  # capfd: `nod run` hands faulthandler its real standard error
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        monkeypatch.setenv("NOD_PORT", str(port))
-        code = main(["run"])
-    err = capfd.readouterr().err
-    assert code == 1 and err == (f"nod: Port {port} on 127.0.0.1 is in use; set NOD_PORT to a free port "
-                                 "or stop the program using it.\n")
-
-
 def test_owners_are_renamed_unlinked_and_removed_with_everything_of_theirs(cli: Nod, here: Path) -> None:
     assert cli("owners", "add", "ana", "--telegram", "42", "--whatsapp", "+351911").returncode == 0
     assert cli("owners", "add", "bo", "--telegram", "43").returncode == 0
@@ -174,12 +142,8 @@ def test_remove_asks_on_a_terminal(here: Path, cli: Nod) -> None:
             return True
 
     assert cli("owners", "add", "ana").returncode == 0
-    from unittest import mock
-
-    with mock.patch.object(sys, "stdin", Terminal("bo\n")):
-        assert main(["owners", "remove", "ana"]) == 1
-    with mock.patch.object(sys, "stdin", Terminal("ana\n")):
-        assert main(["owners", "remove", "ana"]) == 0
+    assert cli("owners", "remove", "ana", stdin=Terminal("bo\n")).returncode == 1
+    assert cli("owners", "remove", "ana", stdin=Terminal("ana\n")).returncode == 0
     assert "No owners yet" in cli("owners", "list").stdout
 
 
