@@ -72,6 +72,7 @@ def configure_logging(level: str, log_text: bool = False) -> None:
         if not log_text:
             handler.addFilter(_LibraryArguments())
         handler.addFilter(_UrlCredentials())  # after the arguments are withheld: what is left is checked
-    # twilio's client logs each request's headers at INFO, about ten lines per send
-    for noisy in ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg", "twilio"):
+    # twilio's client logs each request's headers at INFO, about ten lines per send; alembic
+    # says which DDL mode it assumes at every start (Nod logs what an upgrade did itself)
+    for noisy in ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg", "twilio", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -127,7 +127,7 @@ messages = Table(
     _id(big=True),
     Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
     Column("thread_id", Integer, ForeignKey("threads.id"), nullable=False),
-    Column("role", Text, CheckConstraint("role IN ('owner', 'assistant', 'tool')"), nullable=False),
+    Column("role", Text, nullable=False),
     Column("text", Text, nullable=False),
     Column("sent_at", UTCDateTime(), nullable=False),
     Column("channel", Text, nullable=False),
@@ -142,6 +142,7 @@ messages = Table(
     Column("voice", Boolean, nullable=False, default=False, server_default=_FALSE_WORD),
     Column("voice_note", Text),  # the channel's reference to audio not transcribed yet (JSON), never the audio
     UniqueConstraint("owner_id", "channel", "external_id"),
+    CheckConstraint("role IN ('owner', 'assistant', 'tool')"),
     sqlite_autoincrement=True,
 )
 Index("messages_thread_sent", messages.c.thread_id, messages.c.sent_at, messages.c.id)
@@ -185,7 +186,7 @@ schedules = Table(
     metadata,
     _id(),  # no AUTOINCREMENT on SQLite: a schedule id is only the owner's handle for cancelling
     Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
-    Column("kind", Text, CheckConstraint("kind IN ('reminder', 'task')"), nullable=False),
+    Column("kind", Text, nullable=False),
     Column("text", Text, nullable=False),
     Column("start_local", Text, nullable=False),  # ISO 8601 without an offset: the owner's wall clock
     Column("repeat", Text),
@@ -193,6 +194,7 @@ schedules = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("created_from", BigInteger),
     Column("cancelled_at", UTCDateTime()),
+    CheckConstraint("kind IN ('reminder', 'task')"),
 )
 Index("schedules_due", schedules.c.next_run_at,
       sqlite_where=schedules.c.next_run_at.is_not(None), postgresql_where=schedules.c.next_run_at.is_not(None))
@@ -325,7 +327,8 @@ POSTGRESQL_SEARCH = (
 )
 for _dialect, _statements in (("sqlite", SQLITE_SEARCH), ("postgresql", POSTGRESQL_SEARCH)):
     for _statement in _statements:
-        event.listen(metadata, "after_create", DDL(_statement).execute_if(dialect=_dialect))
+        _ddl = DDL(_statement)  # type: ignore[no-untyped-call]  # SQLAlchemy's DDL() is not annotated
+        event.listen(metadata, "after_create", _ddl.execute_if(dialect=_dialect))
 
 
 @dataclass(frozen=True)
