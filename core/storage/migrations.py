@@ -138,8 +138,8 @@ def _upgrade(conn: Connection) -> tuple[Upgrade, bool]:
         raise StorageError(problem)
     steps: list[int] = []
     stamped = None
-    new = not current and not legacy.has_ledger(conn)
-    if legacy.has_ledger(conn):
+    ledger = legacy.has_ledger(conn)
+    if ledger:
         if not current:  # a database of the numbered migrations: completed, stamped, its ledger gone
             steps = legacy.apply_steps(conn)
             MigrationContext.configure(conn).stamp(_scripts(), legacy.STAMP)
@@ -148,7 +148,7 @@ def _upgrade(conn: Connection) -> tuple[Upgrade, bool]:
         legacy.retire_ledger(conn)
     applied: list[str] = []
     command.upgrade(alembic_config(connection=conn, applied=applied), "head")
-    return Upgrade(head(), tuple(applied), tuple(steps), stamped), new
+    return Upgrade(head(), tuple(applied), tuple(steps), stamped), not current and not ledger
 
 
 async def migrate(engine: AsyncEngine) -> Upgrade:

@@ -4,7 +4,9 @@ that Alembic compares the database with.
 Every table, type, server default, constraint and index is declared here as the database
 has it, so ``alembic.autogenerate.compare_metadata`` finds no difference on a database
 made by the revisions in ``core/storage/alembic/versions`` or by Nod's older numbered
-migrations; a change starts here and becomes a revision (docs/migrations.md).
+migrations (bar six primary keys those left nullable on SQLite; see
+tests/integration/schema_catalog.py); a change starts here and becomes a revision
+(docs/migrations.md).
 
 What a Table cannot say, each backend's full-text search (SQLite's FTS5 table and its
 trigger; PostgreSQL's search vector column, its GIN index, trigger function and text search
