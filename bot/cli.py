@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         args.created = _database_rule(args.command, settings)
         if args.command == "db":  # the schema alone: nothing else of Nod is opened
-            print(asyncio.run(cli_operator.db(settings, args.action)))
+            print(asyncio.run(cli_operator.db(settings, args.action, getattr(args, "json", False))))
             sys.stdout.flush()
             return 0
         if args.command == "run":

@@ -13,6 +13,7 @@ says how, and exits 1 because it copied nothing.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -24,7 +25,7 @@ from bot.settings import Settings
 from bot.wiring import Services
 from core.errors import AlreadyExists, InvalidInput, StorageError
 from core.storage.database import create_engine, describe, sqlite_file, storage_error
-from core.storage.migrations import MIGRATIONS, applied_versions, migrate
+from core.storage.migrations import SchemaState, Upgrade, head, migrate, revisions, schema_state
 
 
 async def init(svc: Services, settings: Settings, created: bool) -> str:
@@ -32,9 +33,9 @@ async def init(svc: Services, settings: Settings, created: bool) -> str:
     named = describe(settings.database_url, first=True)
     env = Path(settings.home or ".") / ".env"
     if created:
-        return (f"Created {named[0].lower() + named[1:]} (schema version {MIGRATIONS[-1].version}). "
+        return (f"Created {named[0].lower() + named[1:]} (schema revision {head()}). "
                 f"Settings are read from {env} (see .env.example).")
-    return f"{named} is ready (schema version {MIGRATIONS[-1].version}); nothing to create."
+    return f"{named} is ready (schema revision {head()}); nothing to create."
 
 
 def _copy(source: Path, target: Path) -> tuple[int, int, int]:
@@ -80,33 +81,55 @@ async def backup(settings: Settings, file: Path) -> str:
     return f"Backed up {source} to {file} ({size:,} bytes: {owners} owners, {messages:,} messages)."
 
 
-async def db(settings: Settings, action: str) -> str:
+async def db(settings: Settings, action: str, as_json: bool = False) -> str:
     """``nod db upgrade|current|history``: the schema, read or brought up to date without opening the rest of Nod.
 
     ``current`` and ``history`` only read; ``upgrade`` applies what is pending, as ``nod run`` does at start.
+    A database at a revision this Nod does not know is refused with a sentence by all three.
     """
     engine = create_engine(settings.database_url)
     try:
         if action == "upgrade":
-            applied = await migrate(engine)
-            done = {m.version for m in MIGRATIONS}
-        else:
-            async with engine.connect() as conn:
-                try:
-                    done = await applied_versions(conn)
-                except SQLAlchemyError:  # no ledger yet: nothing applied
-                    done = set()
+            return _upgraded(await migrate(engine))
+        state = await schema_state(engine)
     except (SQLAlchemyError, OSError) as exc:
         raise storage_error(exc, settings.database_url) from exc
     finally:
         await engine.dispose()
-    latest = MIGRATIONS[-1].version
-    if action == "upgrade":
-        now = f"applied {', '.join(map(str, applied))} now" if applied else "nothing to apply"
-        return f"The schema is at version {latest} ({now})."
+    if state.problem:
+        raise StorageError(state.problem)
     if action == "current":
-        current = max(done, default=0)
-        return f"{current}" + ("" if current == latest and len(done) == len(MIGRATIONS) else
-                               f" (pending: {', '.join(str(m.version) for m in MIGRATIONS if m.version not in done)}; "
-                               "`nod db upgrade` applies them)")
-    return "\n".join(f"{m.version:>3}  {'applied' if m.version in done else 'pending'}  {m.name}" for m in MIGRATIONS)
+        return json.dumps(_current_json(state)) if as_json else _current(state)
+    chain = [r.revision for r in revisions()]
+    done = chain[:len(chain) - len(state.pending)] if state.legacy_version is None else []
+    listed = [{"revision": r.revision, "applied": r.revision in done, "description": r.doc} for r in revisions()]
+    if as_json:
+        return json.dumps(listed)
+    width = max(len(r) for r in chain)
+    return "\n".join(f"{r['revision']:<{width}}  {'applied' if r['applied'] else 'pending'}  {r['description']}" for r in listed)
+
+
+def _upgraded(done: Upgrade) -> str:
+    said = []
+    if done.stamped:
+        steps = f"numbered migrations {', '.join(map(str, done.legacy_steps))} applied, then " if done.legacy_steps else ""
+        said.append(f"{steps}the database of the numbered migrations taken over as {done.stamped}")
+    said.append(f"applied {', '.join(done.applied)} now" if done.applied else
+                "nothing else to apply" if done.stamped else "nothing to apply")
+    return f"The schema is at revision {done.head} ({'; '.join(said)})."
+
+
+def _current(state: SchemaState) -> str:
+    """The revision, and what ``nod db upgrade`` would do when anything is pending."""
+    if state.legacy_version is not None:
+        steps = f"numbered migrations {', '.join(map(str, state.legacy_missing))}, then " if state.legacy_missing else ""
+        rest = "".join(f", then {r}" for r in state.pending)
+        return (f"numbered migration {state.legacy_version}, from before Alembic (pending: {steps}taking the database over "
+                f"as {state.takeover}{rest}; `nod db upgrade` does it)")
+    current = state.current or "none"
+    return current if not state.pending else f"{current} (pending: {', '.join(state.pending)}; `nod db upgrade` applies them)"
+
+
+def _current_json(state: SchemaState) -> dict[str, object]:
+    return {"current": state.current, "head": head(), "pending": list(state.pending),
+            "legacy_version": state.legacy_version, "legacy_missing": list(state.legacy_missing)}

@@ -200,11 +200,14 @@ def parser() -> argparse.ArgumentParser:
              "NOD_HOME=/srv/nod nod init")
     _command(sub, "doctor", "check the settings, the database, its migrations, the search index and each configured "
              "server; one line each", "nod doctor")
-    schema = _command(sub, "db", "the database's schema (migrations)", "nod db current", "nod db upgrade")
+    schema = _command(sub, "db", "the database's schema (Alembic revisions)", "nod db current", "nod db upgrade")
     db_verbs = schema.add_subparsers(dest="action", required=True, parser_class=Parser)
-    _command(db_verbs, "upgrade", "apply the migrations not applied yet (nod run does at start)", "nod db upgrade")
-    _command(db_verbs, "current", "print the schema version, and what is pending", "nod db current")
-    _command(db_verbs, "history", "list every migration, applied or pending", "nod db history")
+    _command(db_verbs, "upgrade", "apply the revisions not applied yet (nod run does at start); a database of the "
+             "numbered migrations from before Alembic is taken over first", "nod db upgrade")
+    _json(_command(db_verbs, "current", "print the schema's revision, and what is pending", "nod db current",
+                   "nod db current --json"), "the revision, the newest and what is pending")
+    _json(_command(db_verbs, "history", "list every revision, oldest first, applied or pending", "nod db history",
+                   "nod db history --json"), "the revisions")
     backup = _command(sub, "backup", "copy the SQLite database, consistent while `nod run` writes",
                       "nod backup /var/backups/nod-$(date +%F).db")
     backup.add_argument("file", type=Path, metavar="FILE", help="where to write the copy (must not exist yet)")

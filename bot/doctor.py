@@ -25,7 +25,7 @@ from bot.home import DATABASE_FILE, ENV_FILE
 from bot.settings import Settings, load_settings
 from core.errors import ConfigError
 from core.storage.database import create_engine, describe, sqlite_file, storage_error
-from core.storage.migrations import MIGRATIONS, applied_versions
+from core.storage.migrations import SchemaState, head, schema_state
 
 TIMEOUT_S = 5.0
 OPENAI_BASE = "https://api.openai.com/v1"
@@ -56,22 +56,26 @@ async def _database(settings: Settings) -> tuple[list[Line], bool]:
     try:
         async with engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
-            try:
-                done = await applied_versions(conn)
-            except SQLAlchemyError:
-                done = set()
+        state = await schema_state(engine)
     except (SQLAlchemyError, OSError) as exc:
         return [Line("database", False, str(storage_error(exc, settings.database_url)))], False
     finally:
         await engine.dispose()
-    pending = [m.version for m in MIGRATIONS if m.version not in done]
-    lines = [Line("database", True, named)]
-    if pending:
-        lines.append(Line("migrations", False, f"{len(pending)} of {len(MIGRATIONS)} not applied "
-                                               "(`nod db upgrade` applies them; so does `nod run`)"))
-    else:
-        lines.append(Line("migrations", True, f"all {len(MIGRATIONS)} applied"))
-    return lines, True
+    return [Line("database", True, named), _migrations(state)], True
+
+
+def _migrations(state: SchemaState) -> Line:
+    """The schema's revision: the newest, behind, still on the numbered migrations, or unknown here."""
+    if state.problem:
+        return Line("migrations", False, state.problem)
+    upgrade = "`nod db upgrade` applies them; so does `nod run`"
+    if state.legacy_version is not None:
+        return Line("migrations", False, f"still on the numbered migrations from before Alembic (version "
+                                         f"{state.legacy_version}); `nod db upgrade` takes it over; so does `nod run`")
+    if state.pending:
+        return Line("migrations", False, f"at revision {state.current or 'none'}, {len(state.pending)} not applied "
+                                         f"({', '.join(state.pending)}; {upgrade})")
+    return Line("migrations", True, f"at revision {head()}, the newest")
 
 
 def _search_index(settings: Settings) -> Line:

@@ -58,9 +58,10 @@ class _LibraryArguments(logging.Filter):
 
 
 # held at WARNING whatever the level; twilio's client logs each request's headers at INFO,
-# about ten lines per send. Named here so whoever runs ``nod`` in process (the tests) can
+# about ten lines per send; alembic says which DDL mode it assumes at every start (Nod logs
+# what an upgrade did itself). Named here so whoever runs ``nod`` in process (the tests) can
 # put these levels back afterwards.
-QUIET_LIBRARIES = ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg", "twilio")
+QUIET_LIBRARIES = ("httpx", "aiosqlite", "asyncio", "sqlalchemy.engine", "asyncpg", "twilio", "alembic")
 
 
 def configure_logging(level: str, log_text: bool = False) -> None:

@@ -11,8 +11,9 @@ import pytest
 
 from bot.doctor import doctor
 from bot.settings import load_settings
-from core.storage.database import create_engine
-from core.storage.migrations import MIGRATIONS, migrate
+from core.storage import legacy
+from core.storage.database import create_engine, writing
+from core.storage.migrations import head, migrate, revisions
 from tests.fakes import telegram_server as tg
 from tests.fakes import twilio_server as tw
 from tests.fakes.loopback import NOD_PREFIXES, free_port
@@ -63,7 +64,7 @@ async def test_a_working_installation_is_ok_on_every_line(environment: Path, mon
     assert list(lines) == ["settings", "database", "migrations", "search index", "agent model server", "Telegram API",
                            "Twilio API"]
     assert all(line.startswith("ok") for line in lines.values()), lines
-    assert lines["migrations"] == f"ok: all {MIGRATIONS[-1].version} applied" and tg.TOKEN not in str(lines) and "sk-test" not in str(lines)
+    assert lines["migrations"] == f"ok: at revision {head()}, the newest" and tg.TOKEN not in str(lines) and "sk-test" not in str(lines)
 
 
 async def test_a_broken_installation_names_each_broken_part(environment: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,20 +93,40 @@ async def test_a_broken_installation_names_each_broken_part(environment: Path, m
 
 
 async def test_a_database_behind_on_migrations_and_an_unreadable_index_fail(environment: Path) -> None:
+    """A database still on the numbered migrations from before Alembic (here at 11 of 12) is behind."""
     environment.mkdir()
     engine = create_engine(f"sqlite+aiosqlite:///{environment / 'nod.db'}")
-    await migrate(engine)
-    async with engine.begin() as conn:
-        from sqlalchemy import text
-
-        await conn.execute(text("DELETE FROM schema_migrations WHERE version = 11"))
+    async with writing(engine) as conn:
+        await conn.run_sync(legacy.apply_steps, 11)
     await engine.dispose()
     (environment / "nod.db.search").mkdir()
     (environment / "nod.db.search" / "meta.json").write_text("{not json")
     code, lines = await _checked()
     assert code == 1
-    assert lines["migrations"] == f"FAIL: 1 of {MIGRATIONS[-1].version} not applied (`nod db upgrade` applies them; so does `nod run`)"
+    assert lines["migrations"] == ("FAIL: still on the numbered migrations from before Alembic (version 11); "
+                                   "`nod db upgrade` takes it over; so does `nod run`")
     assert lines["search index"].startswith(f"FAIL: {environment / 'nod.db.search'} cannot be read")
+
+
+async def test_a_database_behind_on_revisions_and_one_ahead_of_this_nod_fail(environment: Path) -> None:
+    environment.mkdir()
+    engine = create_engine(f"sqlite+aiosqlite:///{environment / 'nod.db'}")
+    await migrate(engine)
+    async with writing(engine) as conn:
+        from sqlalchemy import text
+
+        await conn.execute(text("DELETE FROM alembic_version"))
+    code, lines = await _checked()
+    assert code == 1
+    chain = [r.revision for r in revisions()]
+    assert lines["migrations"] == (f"FAIL: at revision none, {len(chain)} not applied ({', '.join(chain)}; `nod db upgrade` "
+                                   "applies them; so does `nod run`)")
+    async with writing(engine) as conn:
+        await conn.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0099_from_the_future')"))
+    await engine.dispose()
+    code, lines = await _checked()
+    assert code == 1 and lines["migrations"].startswith(
+        "FAIL: The database's schema is at revision 0099_from_the_future, which this version of Nod does not know")
 
 
 async def test_a_broken_setting_is_the_settings_line(environment: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,11 +22,12 @@ from core.owner import Identity
 from core.storage.database import create_engine, for_reads, writing
 from core.storage.memory_store import MEMORY_PATH, MemoryStore
 from core.storage.message_store import MessageStore
-from core.storage.migrations import MIGRATIONS, migrate
+from core.storage.migrations import Upgrade, migrate, revisions
 from core.storage.objects import ObjectStore
 from core.storage.owner_store import OwnerStore
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+CHAIN = tuple(r.revision for r in revisions())
 
 
 async def _owner(engine: AsyncEngine, name: str = "ana") -> int:
@@ -42,13 +43,13 @@ def _add(path: str):
 async def test_migrations_apply_once_on_empty_and_existing_databases(database_url: str) -> None:
     engine = create_engine(database_url)
     try:
-        assert await migrate(engine) == [m.version for m in MIGRATIONS]
+        assert await migrate(engine) == Upgrade(CHAIN[-1], applied=CHAIN)
         owner = await _owner(engine)
-        assert await migrate(engine) == []
+        assert await migrate(engine) == Upgrade(CHAIN[-1])
         assert (await OwnerStore(engine).by_id(owner)).name == "ana"
         async with engine.connect() as conn:
-            rows = (await conn.execute(text("SELECT version FROM schema_migrations"))).all()
-        assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
+            rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+        assert [r[0] for r in rows] == [CHAIN[-1]]
     finally:
         await engine.dispose()
 
@@ -57,7 +58,7 @@ async def test_concurrent_migrations_do_not_collide(database_url: str) -> None:
     engines = [create_engine(database_url) for _ in range(4)]
     try:
         results = await asyncio.gather(*(migrate(e) for e in engines))
-        assert sorted(len(r) for r in results) == [0, 0, 0, len(MIGRATIONS)]
+        assert sorted(r.applied for r in results) == [(), (), (), CHAIN]
     finally:
         for e in engines:
             await e.dispose()

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from bot.cli_parser import parser
-from core.storage.migrations import MIGRATIONS
+from core.storage import legacy
+from core.storage.migrations import revisions
 from tests.cli_runner import one_sentence
 from tests.integration.cli.conftest import Nod
 
-LATEST = MIGRATIONS[-1].version
-ALL = ", ".join(str(m.version) for m in MIGRATIONS)
+LATEST = revisions()[-1].revision
+ALL = ", ".join(r.revision for r in revisions())
 
 
 def test_commands_from_any_folder_find_the_same_data_in_nod_home(cli: Nod, bare: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,7 +39,7 @@ def test_commands_from_any_folder_find_the_same_data_in_nod_home(cli: Nod, bare:
     assert "of a $3.00 limit" in cli("usage", "--owner", "ana").stdout  # .env read from NOD_HOME, not from here
     assert sorted(p.name for p in elsewhere.iterdir()) == []
     again = cli("init")
-    assert again.returncode == 0 and again.stdout.strip().endswith(f"is ready (schema version {LATEST}); nothing to create.")
+    assert again.returncode == 0 and again.stdout.strip().endswith(f"is ready (schema revision {LATEST}); nothing to create.")
 
 
 def test_run_refuses_to_start_a_new_database_beside_the_one_an_older_version_kept_here(cli: Nod, bare: Path) -> None:
@@ -164,10 +165,49 @@ def test_db_current_history_and_upgrade(cli: Nod, bare: Path) -> None:
     (bare / "home").mkdir()
     sqlite3.connect(bare / "home" / "nod.db").close()  # a database file nothing has migrated yet
     current = cli("db", "current")
-    assert current.returncode == 0 and current.stdout.startswith(f"0 (pending: {ALL};")
-    assert cli("db", "history").stdout.splitlines()[0] == "  1  pending  owners, identities, threads, messages, objects, usage"
+    assert current.returncode == 0 and current.stdout.startswith(f"none (pending: {ALL};")
+    first = revisions()[0]
+    assert cli("db", "history").stdout.splitlines()[0] == f"{first.revision}  pending  {first.doc}"
+    assert first.doc.startswith("baseline: the schema of Nod's twelve numbered migrations")
     upgraded = cli("db", "upgrade")
-    assert upgraded.stdout.strip() == f"The schema is at version {LATEST} (applied {ALL} now)."
-    assert cli("db", "current").stdout.strip() == str(LATEST)
-    assert cli("db", "upgrade").stdout.strip() == f"The schema is at version {LATEST} (nothing to apply)."
+    assert upgraded.stdout.strip() == f"The schema is at revision {LATEST} (applied {ALL} now)."
+    assert cli("db", "current").stdout.strip() == LATEST
+    assert json.loads(cli("db", "current", "--json").stdout) == {"current": LATEST, "head": LATEST, "pending": [],
+                                                                 "legacy_version": None, "legacy_missing": []}
+    assert cli("db", "upgrade").stdout.strip() == f"The schema is at revision {LATEST} (nothing to apply)."
     assert all("  applied  " in line for line in cli("db", "history").stdout.splitlines())
+    assert [r["applied"] for r in json.loads(cli("db", "history", "--json").stdout)] == [True] * len(revisions())
+
+
+def test_db_upgrade_takes_over_a_database_of_the_numbered_migrations(cli: Nod, bare: Path) -> None:
+    """A nod.db made before Alembic, stopped at numbered migration 10: `nod db current` says what
+    `nod db upgrade` will do, and the upgrade applies 11 and 12 and stamps the baseline."""
+    (bare / "home").mkdir()
+    with sqlite3.connect(bare / "home" / "nod.db") as conn:
+        conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+        for step in legacy.MIGRATIONS[:10]:
+            conn.executescript(";\n".join(step.sqlite) + ";")
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, CURRENT_TIMESTAMP)", (step.version, step.name))
+    stamp = legacy.STAMP
+    after = [r.revision for r in revisions()][[r.revision for r in revisions()].index(stamp) + 1:]
+    missing = ", ".join(str(m.version) for m in legacy.MIGRATIONS[10:])
+    current = cli("db", "current")
+    assert current.returncode == 0 and current.stdout.strip() == (
+        f"numbered migration 10, from before Alembic (pending: numbered migrations {missing}, then taking the database over "
+        f"as {stamp}{''.join(', then ' + r for r in after)}; `nod db upgrade` does it)")
+    assert all("  pending  " in line for line in cli("db", "history").stdout.splitlines())
+    upgraded = cli("db", "upgrade")
+    assert upgraded.stdout.strip() == (f"The schema is at revision {LATEST} (numbered migrations {missing} applied, then the "
+                                       f"database of the numbered migrations taken over as {stamp}; "
+                                       + (f"applied {', '.join(after)} now)." if after else "nothing else to apply)."))
+    assert cli("db", "current").stdout.strip() == LATEST
+
+
+def test_a_database_newer_than_this_nod_is_refused_in_one_sentence(cli: Nod, here: Path) -> None:
+    with sqlite3.connect(here / "nod.db") as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0099_from_the_future'")
+    for argv in (("db", "upgrade"), ("db", "current"), ("db", "history"), ("owners", "list")):
+        refused = cli(*argv)
+        assert refused.returncode == 1 and one_sentence(refused) == (
+            "nod: The database's schema is at revision 0099_from_the_future, which this version of Nod does not know: a newer "
+            "Nod upgraded it. Run that version, or restore a backup taken before the upgrade."), argv

@@ -1,8 +1,8 @@
-"""Every schema migration, numbered, as plain DDL per backend: what ``core.storage.migrations`` applies.
+"""Nod's numbered migrations from before Alembic, as plain DDL per backend; ``core.storage.legacy`` applies them.
 
-Kept apart from the code that applies them so each reads on its own: this file only grows
-(a migration never drops or rewrites data, so a database from any earlier version upgrades
-in place), the other decides how and when they run.
+Only a database made before Alembic needs them: it gets the steps it misses and is then stamped
+at the baseline revision, whose schema is every step below applied. Nothing else reads them,
+and they never change: a database of any version upgrades in place the way it always did.
 """
 
 from __future__ import annotations
