@@ -24,9 +24,10 @@ from sqlalchemy import and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.attachments.model import MediaRef
 from core.clock import Clock
-from core.message import Appended, NewMessage, Owed, Role, StoredMessage, VoiceNote
-from core.storage import fence, outbox
+from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage, VoiceNote
+from core.storage import fence, message_edits, outbox
 from core.storage.database import writing
 from core.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
 from core.storage.schema import messages, owners, threads
@@ -54,12 +55,12 @@ def stored_messages(result: Any) -> list[StoredMessage]:
 def _from_values(
     id_: int, owner_id: int, thread_id: int, role: str, text: str, sent_at: datetime, channel: str,
     external_id: str | None, card_title: Any, attachment: Any, forwarded: Any, secret: Any, origin: str | None,
-    address: str | None, awaiting: Any, voice: Any, voice_note: str | None,
+    address: str | None, awaiting: Any, voice: Any, voice_note: str | None, media: str | None, platform_id: str | None,
 ) -> StoredMessage:
     return StoredMessage(
         id_, owner_id, thread_id, _ROLES.get(role) or Role(role), text, sent_at, channel, external_id,
         bool(card_title), bool(attachment), bool(forwarded), bool(secret), origin, address, bool(awaiting),
-        bool(voice), VoiceNote.from_json(voice_note),
+        bool(voice), VoiceNote.from_json(voice_note), MediaRef.from_json(media), platform_id,
     )
 
 
@@ -273,6 +274,14 @@ class MessageStore:
         log.info("message_stored owner=%s message=%s role=%s channel=%s voice_of=%s secret=%s",
                  stored.owner_id, stored.id, stored.role.value, stored.channel, note_id, stored.secret)
         return stored
+
+    async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]:
+        """The owner's photos and documents up to ``up_to`` still awaiting their answer (core.storage.message_edits)."""
+        return await message_edits.pending_media(self._engine, owner_id, up_to)
+
+    async def edit(self, owner_id: int, channel: str, platform_id: str, text_: str, edited_at: datetime) -> Edited | None:
+        """New words for the owner's message ``platform_id``; the old kept as its previous version."""
+        return await message_edits.edit(self._engine, owner_id, channel, platform_id, text_, edited_at)
 
     async def drop_voice(self, note_id: int) -> None:
         """Give up on transcribing a note (refused, failed): it stays the flagged attachment it is."""

@@ -100,6 +100,18 @@ messages = Table(
     Column("awaiting", Boolean, nullable=False, default=False),
     Column("voice", Boolean, nullable=False, default=False),
     Column("voice_note", Text),
+    Column("media", Text),  # a photo's or document's reference (core.attachments.model.MediaRef), never its bytes
+    Column("platform_id", String),  # the platform's id of the message, by which an edit finds it
+)
+
+message_versions = Table(  # the text an edit replaced: kept, never searched
+    "message_versions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("message_id", Integer, ForeignKey("messages.id"), nullable=False),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("replaced_at", UTCDateTime(), nullable=False),
 )
 
 nod_meta = Table(
