@@ -28,6 +28,9 @@ carries it to the agent); none of them is a bug report.
     ├── VoiceError .............. a voice note could not be listened to
     │   ├── AudioTooLarge ....... it is over the size or length Nod listens to
     │   └── AudioUnavailable .... the channel could not hand over its audio
+    ├── AttachmentError ......... a photo or document could not be read (not what it says, damaged)
+    │   ├── AttachmentTooLarge .. over the bytes, pixels or pages Nod reads
+    │   └── AttachmentUnavailable the channel could not hand it over (or its address is not the channel's)
     └── DeliveryFailed .......... a channel could not hand a reply to the owner
 """
 
@@ -137,6 +140,18 @@ class AudioTooLarge(VoiceError):
 
 class AudioUnavailable(VoiceError):
     """The channel could not hand over the audio (gone, refused, unreachable)."""
+
+
+class AttachmentError(NodError):
+    """A photo or document could not be read; the owner is told in one sentence (``core.attachments``)."""
+
+
+class AttachmentTooLarge(AttachmentError):
+    """Over the bytes, pixels or pages Nod reads (declared by the platform or found when read)."""
+
+
+class AttachmentUnavailable(AttachmentError):
+    """The channel could not hand the file over (gone, refused, unreachable, not the channel's address)."""
 
 
 class DeliveryFailed(NodError):
