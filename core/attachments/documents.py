@@ -17,9 +17,6 @@ import io
 import logging
 from dataclasses import dataclass
 
-from pypdf import PdfReader
-from pypdf.errors import PyPdfError
-
 from core.attachments.model import ATTACHMENT_TAG, MAX_DOCUMENT_CHARS, MAX_PDF_PAGES, MediaRef, described_file
 from core.errors import AttachmentError, AttachmentTooLarge
 
@@ -67,6 +64,9 @@ def extracted(data: bytes, content_type: str | None, filename: str | None) -> Do
 
 
 def _pdf_text(data: bytes) -> tuple[str, int]:
+    from pypdf import PdfReader  # imported when a PDF arrives: 80 ms less for every `nod` command's start
+    from pypdf.errors import PyPdfError
+
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):

@@ -221,6 +221,7 @@ class DerivedIndex(IndexEdits, IndexCheck):
         self._watermark = 0
         self._places.clear()
         self._last_indexed.clear()
+        self._forget_edits()
 
     def _catch_up_in_background(self, later: bool = False) -> None:
         if not self._closing.is_set() and (self._background is None or self._background.done()):

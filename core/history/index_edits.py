@@ -40,19 +40,24 @@ class IndexEdits(IndexReads):
     _watermark: int
     _lock: asyncio.Lock
     _writer: Any | None
+    _edits_known = 0  # the newest edit this process saw the index hold: a search with none newer reads no file
 
     def _acquire_writer(self) -> Any | None:
         raise NotImplementedError
 
     async def edits_followed(self, newest: int) -> bool:
         """Whether the index holds the words of every edit up to ``newest`` (following them now when it can)."""
-        if self._place.edits() >= newest:
+        if newest <= self._edits_known:
             return True
-        if self._acquire_writer() is None:  # another process writes the index: it follows them
-            return False
-        async with self._lock:
-            await self._follow_edits()
-        return self._place.edits() >= newest
+        if self._acquire_writer() is not None:
+            async with self._lock:
+                await self._follow_edits()
+        self._edits_known = self._place.edits()  # another process writing the index may have followed them
+        return self._edits_known >= newest
+
+    def _forget_edits(self) -> None:
+        """The index was emptied: it holds no edit's words until it follows them again."""
+        self._edits_known = 0
 
     async def _follow_edits(self) -> None:
         """Remake the documents edits changed since the marker (the caller holds the lock and the writer)."""

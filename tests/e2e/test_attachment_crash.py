@@ -9,13 +9,17 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
 
+from bot.settings import Settings
+from bot.wiring import services
+from core.owner import Identity
 from tests.fakes import telegram_server as tg
 from tests.fakes.files import jpeg
-from tests.fakes.loopback import clean_env, free_port, init_database, wait_healthy
+from tests.fakes.loopback import clean_env, free_port, wait_healthy
 from tests.fakes.model_server import FakeModelServer, text
 
 AGENT = "gpt-4o-mini"
@@ -42,10 +46,8 @@ async def test_a_photo_whose_fetch_a_kill_9_cut_short_is_fetched_again_and_answe
                     OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="test", TELEGRAM_BOT_TOKEN=tg.TOKEN,
                     TELEGRAM_API_BASE_URL=telegram.base_url, TELEGRAM_WEBHOOK_URL="https://nod.example.org/webhooks/telegram",
                     TELEGRAM_WEBHOOK_SECRET=SECRET)
-    init_database(tmp_path, env)
-    added = subprocess.run([sys.executable, "-m", "bot", "owners", "add", "maya", "--telegram", str(MAYA)],
-                           cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert added.returncode == 0, added.stderr
+    async with services(Settings(database_url=env["NOD_DATABASE_URL"])) as svc:  # in process: no second start-up
+        await svc.owners.add("maya", "Europe/Lisbon", (Identity("telegram", str(MAYA)),), datetime.now(UTC))
     telegram.add_file("P1", PHOTO, folder="photos", ending="jpg")
     telegram.held = asyncio.Event()  # the download starts and never ends: the process dies meanwhile
     proc = _start(tmp_path, env)
