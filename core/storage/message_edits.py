@@ -29,9 +29,28 @@ from core.text import storable
 log = logging.getLogger("nod.messages")
 
 
-async def edit(engine: AsyncEngine, owner_id: int, channel: str, platform_id: str, text_: str,
-               edited_at: datetime) -> Edited | None:
-    """Put ``text_`` in place of the owner's message ``platform_id`` on ``channel``; None when no such message."""
+class MessageEdits:
+    """The part of the message store (core.storage.message_store) that changes stored messages."""
+
+    _engine: AsyncEngine
+
+    async def edit(self, owner_id: int, channel: str, platform_id: str, text_: str, edited_at: datetime) -> Edited | None:
+        """Put ``text_`` in place of the owner's message ``platform_id`` on ``channel``, the old kept as its
+        previous version; None when there is no such message."""
+        return await _edit(self._engine, owner_id, channel, platform_id, text_, edited_at)
+
+    async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]:
+        """The owner's messages up to ``up_to`` with a photo or document still awaiting their answer, oldest first."""
+        from core.storage.message_store import stored_message
+
+        query = (select(messages).where(messages.c.owner_id == owner_id, messages.c.awaiting, messages.c.id <= up_to,
+                                        messages.c.media.is_not(None)).order_by(messages.c.id))
+        async with self._engine.connect() as conn:
+            return [stored_message(r) for r in (await conn.execute(query)).all()]
+
+
+async def _edit(engine: AsyncEngine, owner_id: int, channel: str, platform_id: str, text_: str,
+                edited_at: datetime) -> Edited | None:
     from core.storage.message_store import stored_message  # the row reader lives with the store
 
     words = storable(text_)
@@ -61,13 +80,3 @@ async def previous_versions(engine: AsyncEngine, message_id: int) -> list[str]:
     async with engine.connect() as conn:
         found: list[str] = list((await conn.execute(query)).scalars())
     return found
-
-
-async def pending_media(engine: AsyncEngine, owner_id: int, up_to: int) -> list[StoredMessage]:
-    """The owner's messages up to ``up_to`` with a photo or document still awaiting their answer, oldest first."""
-    from core.storage.message_store import stored_message
-
-    query = (select(messages).where(messages.c.owner_id == owner_id, messages.c.awaiting, messages.c.id <= up_to,
-                                    messages.c.media.is_not(None)).order_by(messages.c.id))
-    async with engine.connect() as conn:
-        return [stored_message(r) for r in (await conn.execute(query)).all()]

@@ -26,9 +26,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.attachments.model import MediaRef
 from core.clock import Clock
-from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage, VoiceNote
-from core.storage import fence, message_edits, outbox
+from core.message import Appended, NewMessage, Owed, Role, StoredMessage, VoiceNote
+from core.storage import fence, outbox
 from core.storage.database import writing
+from core.storage.message_edits import MessageEdits
 from core.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
 from core.storage.schema import messages, owners, threads
 
@@ -69,7 +70,7 @@ def stored_message(row: Any) -> StoredMessage:
     return _from_values(*(getattr(row, name) for name in _COLUMNS))
 
 
-class MessageStore:
+class MessageStore(MessageEdits):
     def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
         self._engine = engine
         self._clock = clock
@@ -274,14 +275,6 @@ class MessageStore:
         log.info("message_stored owner=%s message=%s role=%s channel=%s voice_of=%s secret=%s",
                  stored.owner_id, stored.id, stored.role.value, stored.channel, note_id, stored.secret)
         return stored
-
-    async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]:
-        """The owner's photos and documents up to ``up_to`` still awaiting their answer (core.storage.message_edits)."""
-        return await message_edits.pending_media(self._engine, owner_id, up_to)
-
-    async def edit(self, owner_id: int, channel: str, platform_id: str, text_: str, edited_at: datetime) -> Edited | None:
-        """New words for the owner's message ``platform_id``; the old kept as its previous version."""
-        return await message_edits.edit(self._engine, owner_id, channel, platform_id, text_, edited_at)
 
     async def drop_voice(self, note_id: int) -> None:
         """Give up on transcribing a note (refused, failed): it stays the flagged attachment it is."""
