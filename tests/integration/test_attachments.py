@@ -91,6 +91,8 @@ async def test_a_photo_with_a_caption_is_shown_to_a_vision_model_as_an_image_par
     request = server.calls()[0]
     assert _images(request) == ["data:image/jpeg;base64," + base64.b64encode(PHOTO).decode()]
     assert _final_text(request).endswith("[sent a photo] what is this place?")
+    found = await seeing.nod.svc.tools.run(seeing.nod.owner, "history_search", {"query": "place"})
+    assert found["results"][0]["text"] == "what is this place?" and found["results"][0]["file"] == "[sent a photo]"
     rows = await _rows(seeing)
     assert [(r.text, r.attachment, r.platform_id) for r in rows] == [
         ("what is this place?", False, f"{MAYA_TELEGRAM}:1"), ("A harbour at dusk.", False, None)]
