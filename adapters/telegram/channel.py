@@ -12,12 +12,12 @@ stored, and a failure asks for the same offset again after a pause.
 Updates are handled one at a time, in order, so an owner's messages are stored in the
 order they were sent; the slow work runs beside: a turn is a task of the conductor (the
 channel shows "typing" until it ends), and a digest — it may call the memory model — is
-sent from a task of its own; "typing…" is sent again every four seconds while the turn runs (never
-"upload photo": Nod sends no files). In a group Nod says once that it works only in private
-chats, the first time it is addressed there, and stores nothing of the group's; an edit of
-an owner's message (``edited_message``) updates the stored words. A tap on a task-card button becomes an owner message flagged
-``card_title``: the words are Nod's, never evidence for memory; a stranger's tap is not
-even answered. At start Nod registers its commands so Telegram shows them in the menu.
+sent from a task of its own; "typing…" is sent again every four seconds while the turn
+runs (never "upload photo": Nod sends no files). In a group Nod says once that it works
+only in private chats, the first time it is addressed there, and stores nothing of the
+group's; an edit of an owner's message (``edited_message``) updates the stored words. A
+tap on a task-card button becomes an owner message flagged ``card_title``: the words are
+Nod's, never evidence for memory; a stranger's tap is not even answered. At start Nod registers its commands so Telegram shows them in the menu.
 """
 
 from __future__ import annotations

@@ -21,6 +21,14 @@ the turn hears it first (``core.agent.listening``) and answers its transcript. O
 will not hear — no transcription model, or declared too long or too large — is kept
 (``keep``) as the flagged attachment only, with no turn: the front door answers it.
 
+Photos and documents are stored the same way, with the channel's reference to the file
+(``media``); the turn reads them into memory (``core.attachments.reading``) and shows them
+to the model, never storing what they hold. One that cannot be read — no vision, past the
+bounds, gone — is a sentence before the answer (``preface``, sent, not stored), or the
+whole answer when the request has no words of its own. An edit of a message still
+awaiting its answer (``edit``) restarts the turn as a new message would; an answered one
+only changes the stored words.
+
 The reply goes back to the identity the request came from (a Telegram chat, a WhatsApp
 number); the stored copy is its text form, so the conversation shows the choices offered.
 

@@ -8,7 +8,8 @@ whose reply reaches the channel later through the reply sink. A voice note Nod w
 hear (no transcription model; declared too long or too large) is stored as the flagged
 attachment only and answered with one sentence, with no turn; so is a photo or document
 without a caption that Nod will not read (no vision model; declared too large). An edit
-of a stored message goes to the conductor, which restarts its turn only while it awaits. When ``handle`` returns,
+of a stored message goes to the conductor, which restarts its turn only while it awaits.
+A group that addresses Nod hears one sentence, once (``group``). When ``handle`` returns,
 what the sender wrote is stored, so the channel may acknowledge it; when it raises, the
 channel must not. The channel only translates its platform's message into ``Inbound``
 and sends back ``Handled.answer`` when there is one.
