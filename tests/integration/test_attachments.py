@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from sqlalchemy import select
+from sqlalchemy import text as sql_text
 
 from core.attachments.model import (
     IMAGE_TOO_BIG,
@@ -47,8 +48,10 @@ EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response />'
 @pytest.fixture
 async def seeing(tmp_path: Path, database_url: str, server: FakeModelServer, telegram: FakeTelegramServer,
                  twilio: FakeTwilioServer) -> AsyncIterator[Live]:
-    """Nod with both channels, on SQLite and PostgreSQL, its agent model shown images (auto)."""
-    async for running in make_live(tmp_path, server, telegram, twilio, database_url=database_url):
+    """Nod with both channels, on SQLite and PostgreSQL (each with its derived search index), its agent model
+    shown images (auto)."""
+    index = {"search_index_dir": str(tmp_path / "search")} if database_url.startswith("postgresql") else {}
+    async for running in make_live(tmp_path, server, telegram, twilio, database_url=database_url, **index):
         yield running
 
 
@@ -273,3 +276,14 @@ async def test_an_edit_before_the_answer_restarts_its_turn_and_one_after_it_chan
     if index is not None:  # the index answered, with the message's document and its successor's context remade
         scope = Scope(thread_id=rows[0].thread_id, snapshot=rows[1].id)
         assert index.count(("orthodontist",), scope) == 2 and index.count(("dentist",), scope) == 0
+    assert await _database_matches(seeing, "orthodontist") == [rows[0].id, rows[1].id]  # its own index too
+    assert await _database_matches(seeing, "dentist") == [] and await _database_matches(seeing, "Tusday") == []
+
+
+async def _database_matches(live: Live, word: str) -> list[int]:
+    """The messages the database's own full-text index (FTS5, tsvector) finds ``word`` in, as text or context."""
+    sqlite = "SELECT rowid FROM search_fts WHERE search_fts MATCH :w ORDER BY rowid"
+    postgresql = "SELECT id FROM messages WHERE search_tsv @@ plainto_tsquery('nod_search', :w) ORDER BY id"
+    async with live.nod.svc.engine.connect() as conn:
+        query = sqlite if conn.dialect.name == "sqlite" else postgresql
+        return [int(i) for i in (await conn.execute(sql_text(query), {"w": word})).scalars()]
