@@ -287,3 +287,26 @@ async def _database_matches(live: Live, word: str) -> list[int]:
     async with live.nod.svc.engine.connect() as conn:
         query = sqlite if conn.dialect.name == "sqlite" else postgresql
         return [int(i) for i in (await conn.execute(sql_text(query), {"w": word})).scalars()]
+
+
+async def test_a_photo_whose_fetch_a_stopped_process_cut_off_is_fetched_again_and_answered_once_on_both_databases(
+        tmp_path: Path, database_url: str, server: FakeModelServer, telegram: FakeTelegramServer,
+        twilio: FakeTwilioServer) -> None:
+    telegram.add_file("P1", PHOTO)
+    telegram.held = asyncio.Event()  # the first process's download never ends
+    on = {"database_url": database_url}  # SQLite, and PostgreSQL when configured (kill -9: tests/e2e)
+    async for live in make_live(tmp_path, server, telegram, twilio, **on):
+        assert await live.post_update(photo_update(1, MAYA_TELEGRAM, "P1", caption="which bird is this?")) == 200
+        await telegram.wait_for_download(1)  # the process stops while the photo is being fetched
+    telegram.held.set()
+    telegram.held = None
+    server.enqueue(AGENT, text("A European robin."))
+    async for live in make_live(tmp_path, server, telegram, twilio, **on):
+        [row] = await _rows(live)
+        assert row.awaiting and '"source": "P1"' in row.media  # stored awaiting, with its reference
+        assert await live.running.front.recover(live.running.names) == 1
+        assert [p["text"] for p in await telegram.wait_for("sendMessage")] == ["A European robin."]
+        await _settle(live)
+        assert len(server.calls()) == 1 and _images(server.calls()[0]) and len(telegram.downloads) == 2
+        assert await live.nod.svc.messages.awaiting_requests() == []
+        await _nowhere(live, tmp_path, PHOTO)
