@@ -22,6 +22,7 @@ from adapters.whatsapp.sink import TwilioSender, build_client
 from bot.settings import Settings
 from bot.wiring import Services
 from core.agent.conductor import ReplySink
+from core.attachments.model import MediaSource
 from core.inbox.front import FrontDoor
 from core.inbox.routing import ChannelRouter
 from core.voice import AudioSource
@@ -83,14 +84,15 @@ async def channels(settings: Settings, svc: Services,
     telegram, whatsapp = _telegram(settings, telegram_pauses), _whatsapp(settings)
     sinks: dict[str, ReplySink] = {}
     audio: dict[str, AudioSource] = {}  # where each channel's voice notes are fetched from
+    media: dict[str, MediaSource] = {}  # and its photos and documents
     if telegram is not None:
         sinks["telegram"] = telegram.sender
-        audio["telegram"] = telegram.audio
+        audio["telegram"] = media["telegram"] = telegram.audio
     if whatsapp is not None:
         sinks["whatsapp"] = whatsapp.sender
-        audio["whatsapp"] = whatsapp.audio
+        audio["whatsapp"] = media["whatsapp"] = whatsapp.audio
     router = ChannelRouter(sinks, svc.owners)
-    made = Channels(svc.front_door(router, audio), router, telegram, whatsapp)
+    made = Channels(svc.front_door(router, audio, media), router, telegram, whatsapp)
     if telegram is not None and settings.telegram_webhook_url:
         made.webhooks[TELEGRAM_PATH] = telegram.webhook
     if whatsapp is not None:

@@ -78,6 +78,8 @@ class Settings(BaseSettings):
     # strict: true with json_schema (OpenAI enforces it; Ollama and llama.cpp ignore it)
     json_strict: bool = Field(True, validation_alias=_var("NOD_JSON_STRICT"))
     agent_context_tokens: int | None = Field(None, validation_alias=_var("NOD_AGENT_CONTEXT_TOKENS"))
+    # photos shown to the agent model: on, off, or auto (shown until its server refuses one)
+    agent_vision: str = Field("auto", validation_alias=_var("NOD_AGENT_VISION"))
     memory_deadline_s: float = Field(20.0, validation_alias=_var("NOD_MEMORY_DEADLINE_SECONDS"))
     # each agent step's deadline: a CPU-only local model may need more than two minutes
     agent_deadline_s: float = Field(120.0, validation_alias=_var("NOD_AGENT_DEADLINE_SECONDS"))
@@ -129,6 +131,13 @@ class Settings(BaseSettings):
         if value not in ("json_schema", "json_object"):
             raise ValueError(f"{_name(info)} must be json_schema or json_object, not {value!r}.")
         return value
+
+    @field_validator("agent_vision")
+    @classmethod
+    def _vision(cls, value: str, info: ValidationInfo) -> str:
+        if value.lower() not in ("on", "off", "auto"):
+            raise ValueError(f"{_name(info)} must be on, off or auto, not {value!r}.")
+        return value.lower()
 
     @field_validator("agent_context_tokens", "work_slots")
     @classmethod

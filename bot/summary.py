@@ -61,7 +61,12 @@ def _models(s: Settings) -> list[str]:
               else "off: set NOD_MEMORY_MODEL (nothing is saved, no evidence is selected)")
     transcribe = (f"on, {s.transcribe_model} at {_server(s.transcribe_base_url or s.openai_base_url)}" if s.transcribe_model
                   else "off: set NOD_TRANSCRIBE_MODEL (voice notes get a sentence saying so)")
-    return [_line("agent model", agent), _line("memory model", memory), _line("voice notes", transcribe)]
+    images = {"on": "on: shown to the agent model", "off": "off: NOD_AGENT_VISION=off (a photo gets a sentence saying so)",
+              "auto": "auto: shown until the agent model's server refuses one (NOD_AGENT_VISION)"}[s.agent_vision]
+    if not s.agent_model:
+        images = "off: set NOD_AGENT_MODEL (with a vision model)"
+    return [_line("agent model", agent), _line("memory model", memory), _line("voice notes", transcribe),
+            _line("photos", images)]
 
 
 def _database(s: Settings) -> str:

@@ -26,6 +26,7 @@ from core.agent.slots import DEFAULT_SLOTS
 from core.agent.spending import Spending
 from core.agent.turn import TurnDeps
 from core.agent.usage import PriceTable, UsageLedger
+from core.attachments.model import MediaSource
 from core.clock import Clock, SystemClock
 from core.evidence.check import ReplyChecker
 from core.evidence.selection import Selector
@@ -98,8 +99,9 @@ class Services:
     gmail: GmailLink | None = None  # None when Gmail is off; gmail_off says why
     gmail_off: str = ""
 
-    def conductor(self, sink: ReplySink, audio: Mapping[str, AudioSource] | None = None) -> Conductor:
-        return Conductor(self.turn, sink, self.locks, self.work_slots, audio)
+    def conductor(self, sink: ReplySink, audio: Mapping[str, AudioSource] | None = None,
+                  media: Mapping[str, MediaSource] | None = None) -> Conductor:
+        return Conductor(self.turn, sink, self.locks, self.work_slots, audio, media=media)
 
     def commands(self, conductor: Conductor) -> OwnerCommands:
         return OwnerCommands(conductor, self.messages, Digests(self.gateway, self.spending, self.memory),
@@ -111,9 +113,10 @@ class Services:
         stale = timedelta(0) if is_sqlite(self.engine) else STALE_CLAIM
         return Scheduler(self.schedules, self.owners, self.messages, sink, self.clock, ScheduledTasks(self.turn), stale)
 
-    def front_door(self, sink: ReplySink, audio: Mapping[str, AudioSource] | None = None) -> FrontDoor:
-        """The front door; ``audio``: each channel's way to fetch its voice notes."""
-        conductor = self.conductor(sink, audio)
+    def front_door(self, sink: ReplySink, audio: Mapping[str, AudioSource] | None = None,
+                   media: Mapping[str, MediaSource] | None = None) -> FrontDoor:
+        """The front door; ``audio`` and ``media``: each channel's way to fetch its voice notes, photos and documents."""
+        conductor = self.conductor(sink, audio, media)
         gate = Gate(self.owners, self.clock, self.open_signup)
         return FrontDoor(gate, self.commands(conductor), conductor, Receipts(self.engine), self.clock, self.schedules)
 
@@ -127,7 +130,7 @@ def _models(settings: Settings) -> tuple[ChatModel | None, ChatModel | None]:
     agent = None
     if settings.agent_model:
         client = build_client(settings.openai_base_url, settings.openai_api_key, settings.agent_deadline_s)
-        agent = OpenAIChatModel(client, mode, settings.json_strict)
+        agent = OpenAIChatModel(client, mode, settings.json_strict, settings.agent_vision)
     memory = None
     if settings.memory_model:
         client = build_client(
@@ -153,7 +156,7 @@ def _transcriber(settings: Settings) -> Transcriber | None:
 def build_gateway(settings: Settings, usage: UsageLedger, clock: Clock, models: tuple[ChatModel | None, ChatModel | None] | None = None) -> Gateway:
     agent, memory = models if models is not None else _models(settings)
     roles = ModelRoles(settings.agent_model, settings.memory_model, settings.memory_deadline_s, settings.agent_deadline_s,
-                       settings.transcribe_model, TRANSCRIBE_DEADLINE_S, settings.max_tokens_scale)
+                       settings.transcribe_model, TRANSCRIBE_DEADLINE_S, settings.max_tokens_scale, settings.agent_vision)
     prices = PriceTable.with_overrides({m: (i, o) for m, i, o in settings.model_prices})
     return Gateway(roles, agent, memory, usage, prices, clock, _transcriber(settings))
 

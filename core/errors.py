@@ -113,6 +113,18 @@ class AudioUnavailable(VoiceError):
     """The channel could not hand over the audio (gone, refused, unreachable)."""
 
 
+class AttachmentError(NodError):
+    """A photo or document could not be read; the owner is told in one sentence (``core.attachments``)."""
+
+
+class AttachmentTooLarge(AttachmentError):
+    """Over the bytes, pixels or pages Nod reads (declared by the platform or found when read)."""
+
+
+class AttachmentUnavailable(AttachmentError):
+    """The channel could not hand the file over (gone, refused, unreachable, not the channel's address)."""
+
+
 class DeliveryFailed(NodError):
     """A channel gave up delivering a reply; ``code`` is the platform's error code, if any."""
 

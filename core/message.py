@@ -13,6 +13,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from core.attachments.model import MediaRef
 from core.owner import Identity
 
 
@@ -79,6 +80,8 @@ class NewMessage:
     awaiting: bool = False  # an owner request whose turn has not answered yet
     voice: bool = False  # the text was transcribed from the owner's voice note
     voice_note: VoiceNote | None = None  # a voice note waiting to be transcribed (the placeholder row)
+    media: MediaRef | None = None  # a photo or document, by the channel's reference (read in the turn)
+    platform_id: str | None = None  # the platform's own id of the message: an edit finds it by this
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ class StoredMessage:
     awaiting: bool = False
     voice: bool = False
     voice_note: VoiceNote | None = None
+    media: MediaRef | None = None
+    platform_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,14 @@ class Owed:
 
     message: StoredMessage
     unprompted: bool = False
+
+
+@dataclass(frozen=True)
+class Edited:
+    """A message as an edit left it, and whether its words changed (a redelivered edit changes nothing)."""
+
+    message: StoredMessage
+    changed: bool
 
 
 @dataclass(frozen=True)
@@ -144,6 +157,9 @@ class Inbound:
     asides: tuple[Aside, ...] = ()
     sent_at: datetime | None = None  # the platform's time, when it gives one
     voice: VoiceNote | None = None  # a voice note to transcribe; ``text`` is then its placeholder
+    media: MediaRef | None = None  # a photo or document to read in the turn; ``text`` is its caption or label
+    platform_id: str | None = None  # the platform's id of the message (an edit names it)
+    edited: bool = False  # a new text for the message stored under ``platform_id``, not a new message
 
     @property
     def channel(self) -> str:

@@ -19,7 +19,7 @@ from typing import Generic, Protocol, TypeVar
 from core.gmail.model import Connection, Consent, Grant, MailMessage, PendingConsent, RunReport
 from core.history.scope import Matcher, Scope
 from core.memory.model import MemoryDocument
-from core.message import Appended, NewMessage, Owed, Role, StoredMessage
+from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings
 from core.schedules.model import DueRun, Kind, Schedule
 
@@ -75,6 +75,10 @@ class Messages(Protocol):
     async def transcribed(self, note_id: int, transcript: NewMessage) -> StoredMessage: ...
 
     async def drop_voice(self, note_id: int) -> None: ...
+
+    async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]: ...
+
+    async def edit(self, owner_id: int, channel: str, platform_id: str, text_: str, edited_at: datetime) -> Edited | None: ...
 
     async def awaiting_requests(self) -> list[StoredMessage]: ...
 
@@ -213,6 +217,8 @@ class OwnerZones(Owners, Protocol):
 
 class Receipts(Protocol):
     async def first(self, owner_id: int, channel: str, external_id: str, kind: str, now: datetime) -> bool: ...
+
+    async def first_mark(self, key: str, now: datetime) -> bool: ...
 
 
 class GmailConnections(Protocol):

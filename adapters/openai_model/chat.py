@@ -23,6 +23,11 @@ between them is handled here, from their own sources and issue trackers:
   records it "refused" and raises ModelDeclined, never retried); a cut-off answer is marked so nobody takes it for a whole one.
 - A missing ``usage`` is estimated (about four characters a token) and marked, so the
   spending limit still sees it; cached prompt tokens are counted for their lower price.
+- Images go as OpenAI's ``image_url`` content parts of the owner's message. With
+  ``NOD_AGENT_VISION=off`` — or, on ``auto``, once the server refused an image ("image_url is
+  only supported by certain models", "not a multimodal model", "image input is not supported")
+  — that message is sent as its text alone, remembered per model, and the reply says so
+  (``images_dropped``), so the turn tells the owner in one sentence.
 - A model that refuses ``temperature`` (OpenAI's reasoning models: "Only the default (1)
   value is supported") is asked again without it, and remembered.
 
@@ -43,6 +48,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import openai
@@ -57,6 +63,9 @@ from core.secrets import find_secret
 log = logging.getLogger("nod.openai")
 JsonMode = Literal["json_schema", "json_object"]
 _THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.S)
+# what servers say when a model takes no images: OpenAI ("image_url is only supported by certain models"),
+# vLLM ("… is not a multimodal model"), llama.cpp's server ("image input is not supported … mmproj"), Ollama
+_IMAGE_WORDS = ("image", "vision", "multimodal", "multi-modal", "mmproj")
 _SHORT = 300
 
 
@@ -67,9 +76,20 @@ def _tools(request: ChatRequest) -> list[dict[str, Any]]:
             for t in request.tools]
 
 
-def _stringed(message: Message) -> dict[str, Any]:
-    """The message with string content: llama-cpp-python refuses ``null`` (an assistant's tool-call message)."""
+def _has_images(messages: Sequence[Message]) -> bool:
+    return any(isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") == "image_url"
+                                                           for p in m["content"]) for m in messages)
+
+
+def _stringed(message: Message, images: bool = True) -> dict[str, Any]:
+    """The message with string content: llama-cpp-python refuses ``null`` (an assistant's tool-call message).
+    An owner's message with images keeps its content parts, or (``images`` False) becomes its text alone."""
     out = dict(message)
+    content = out.get("content")
+    if isinstance(content, list) and out.get("role") == "user":
+        if not images:
+            out["content"] = "\n\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+        return out
     if not isinstance(out.get("content"), str):
         out["content"] = "" if out.get("content") is None else json.dumps(out["content"], ensure_ascii=False)
     return out
@@ -194,10 +214,20 @@ def _reasoning(message: Any) -> Reasoning | None:
     return None
 
 
+IMAGE_TOKENS = 1_000  # about what a 2,048-pixel image costs at OpenAI's high detail (765-1,105)
+
+
 def _estimate(request: ChatRequest, text: str) -> tuple[int, int]:
-    """Tokens when the server reported none: about four characters a token."""
-    sent = sum(len(str(m.get("content") or "")) for m in request.messages)
-    return sent // 4 + 1, len(text) // 4 + 1
+    """Tokens when the server reported none: about four characters a token, an image as IMAGE_TOKENS."""
+    sent, images = 0, 0
+    for message in request.messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            sent += sum(len(str(p.get("text", ""))) for p in content if isinstance(p, dict))
+            images += sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url")
+        else:
+            sent += len(str(content or ""))
+    return sent // 4 + 1 + images * IMAGE_TOKENS, len(text) // 4 + 1
 
 
 def _refusal_text(exc: openai.APIStatusError) -> str:
@@ -208,10 +238,13 @@ def _refusal_text(exc: openai.APIStatusError) -> str:
 class OpenAIChatModel:
     """One server's client, and what it has learnt about each model on it (a refused parameter is not sent again)."""
 
-    def __init__(self, client: AsyncOpenAI, json_mode: JsonMode = "json_schema", strict: bool = True) -> None:
+    def __init__(self, client: AsyncOpenAI, json_mode: JsonMode = "json_schema", strict: bool = True,
+                 vision: str = "auto") -> None:
         self._client = client
         self._json_mode = json_mode
         self._strict = strict
+        self._vision = vision  # NOD_AGENT_VISION: on, off, or auto (a refusal of an image is learnt)
+        self._no_vision: set[str] = set()  # models whose server refused an image
         self._no_temperature: set[str] = set()  # models that refused one
         self._json_object: set[str] = set()  # models whose server refused json_schema
         self._completion_tokens: set[str] = set()  # models that want max_completion_tokens
@@ -219,8 +252,12 @@ class OpenAIChatModel:
     def json_mode(self, model: str) -> JsonMode:
         return "json_object" if model in self._json_object else self._json_mode
 
+    def sees_images(self, model: str) -> bool:
+        return self._vision != "off" and model not in self._no_vision
+
     def _arguments(self, request: ChatRequest) -> dict[str, Any]:
-        messages = [_stringed(m) for m in request.messages]
+        images = self.sees_images(request.model)
+        messages = [_stringed(m, images) for m in request.messages]
         arguments: dict[str, Any] = {"model": request.model, "messages": messages}
         if request.tools:
             arguments["tools"] = _tools(request)
@@ -261,7 +298,10 @@ class OpenAIChatModel:
             raise AnswerCut("The model server's answer was larger than Nod reads; it was cut off.")
         if not getattr(response, "choices", None):
             raise UnreadableAnswer("The model server answered with no choices.")
-        return self._reply(request, response, response.choices[0])
+        reply = self._reply(request, response, response.choices[0])
+        if not self.sees_images(request.model) and _has_images(request.messages):
+            return replace(reply, images_dropped=True)  # answered from the words alone: the turn says so
+        return reply
 
     async def _create(self, request: ChatRequest) -> Any:
         """The call, asked again (at most once per lesson) after a refusal that taught what this model does not take."""
@@ -279,6 +319,10 @@ class OpenAIChatModel:
         if not (isinstance(exc, openai.BadRequestError) or exc.status_code == 422 or _refused_as_invalid(exc)):
             return False
         said = _refusal_text(exc)
+        if self._vision == "auto" and _has_images(arguments["messages"]) and any(w in said for w in _IMAGE_WORDS):
+            log.info("model_rejects_images model=%s; sending the words alone from now on", model)
+            self._no_vision.add(model)
+            return True
         if "temperature" in arguments and "temperature" in said:
             log.info("model_rejects_temperature model=%s; asking without it from now on", model)
             self._no_temperature.add(model)

@@ -27,7 +27,7 @@ INVALID_REQUEST = "x-nod-invalid-request"
 # What request-validation failures say: pydantic (llama-cpp-python, vLLM), FastAPI, llama.cpp, OpenAI
 _VALIDATION = re.compile(r"validation error|Input should be|Field required|Extra inputs are not permitted|"
                          r"unprocessable|invalid_request_error|Unsupported (?:parameter|value)|"
-                         r"must be (?:a string|an? )", re.I)
+                         r"must be (?:a string|an? )|image input is not supported|not a multimodal model", re.I)
 
 
 def refused_request(status: int, body: bytes) -> bool:

@@ -12,9 +12,12 @@ stored, and a failure asks for the same offset again after a pause.
 Updates are handled one at a time, in order, so an owner's messages are stored in the
 order they were sent; the slow work runs beside: a turn is a task of the conductor (the
 channel shows "typing" until it ends), and a digest — it may call the memory model — is
-sent from a task of its own. A tap on a task-card button becomes an owner message flagged
-``card_title``: the words are Nod's, never evidence for memory; a stranger's tap is not
-even answered. At start Nod registers its commands so Telegram shows them in the menu.
+sent from a task of its own; "typing…" is sent again every four seconds while the turn
+runs (never "upload photo": Nod sends no files). In a group Nod says once that it works
+only in private chats, the first time it is addressed there, and stores nothing of the
+group's; an edit of an owner's message (``edited_message``) updates the stored words. A
+tap on a task-card button becomes an owner message flagged ``card_title``: the words are
+Nod's, never evidence for memory; a stranger's tap is not even answered. At start Nod registers its commands so Telegram shows them in the menu.
 """
 
 from __future__ import annotations
@@ -35,7 +38,15 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application
 
 from adapters.telegram.audio import TelegramAudio
-from adapters.telegram.inbound import incoming_message, is_private, sender_of, tapped_choice
+from adapters.telegram.inbound import (
+    CHANNEL,
+    addressed_in_group,
+    edited_message,
+    incoming_message,
+    is_private,
+    sender_of,
+    tapped_choice,
+)
 from adapters.telegram.sink import BACKOFF_S, MAX_RETRY_AFTER_S, TelegramSender
 from core.errors import ConfigError, DeliveryFailed, InvalidInput
 from core.inbox.commands import COMMANDS
@@ -44,8 +55,8 @@ from core.message import Inbound
 from core.owner import Identity
 
 log = logging.getLogger("nod.telegram")
-ALLOWED_UPDATES = ["message", "callback_query"]
-TYPING_EVERY_S = 4.5
+ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
+TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for 5 seconds: sent again before it fades
 POLL_TIMEOUT_S = 30
 
 
@@ -56,6 +67,7 @@ class Pauses:
     poll_retry_s: tuple[float, ...] = (1.0, 5.0, 15.0)  # after a failed poll or an update not stored
     send_backoff_s: tuple[float, ...] = BACKOFF_S  # after a 5xx or timeout sending
     retry_after_cap_s: float = MAX_RETRY_AFTER_S  # the longest flood-control wait
+    typing_every_s: float = TYPING_EVERY_S  # "typing…" sent again this often while a turn runs
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 EXPIRED_CHOICE = "That choice is no longer available."
 
@@ -233,15 +245,20 @@ class TelegramChannel:
         front = self._front
         if front is None:  # the web server listens before the channel starts: not stored, so not acknowledged
             raise RuntimeError("the Telegram channel has not started")
-        if not is_private(update):
-            return  # groups, supergroups, channels: answer nothing, store nothing
+        if not is_private(update):  # groups: one sentence the first time Nod is addressed there, nothing stored
+            if addressed_in_group(update, self._bot.id, self._bot.username):
+                assert update.effective_chat is not None
+                told = await front.group(CHANNEL, str(update.effective_chat.id))
+                if told is not None:
+                    self._spawn(self._send(update.effective_chat.id, told))
+            return
         sender = sender_of(update)
         if sender is None:
             return
         if update.callback_query is not None:
             await self._on_tap(update, front, sender)
             return
-        incoming = incoming_message(update, sender)
+        incoming = incoming_message(update, sender) or edited_message(update, sender)
         if incoming is not None:
             self._follow_up(await front.handle(incoming), int(sender.external_id))
 
@@ -302,6 +319,6 @@ class TelegramChannel:
                     await self._bot.send_chat_action(chat_id, ChatAction.TYPING)
                 except TelegramError as exc:
                     log.debug("telegram_typing_failed error=%s", type(exc).__name__)
-                await asyncio.wait({finished}, timeout=TYPING_EVERY_S)
+                await asyncio.wait({finished}, timeout=self._config.pauses.typing_every_s)
         finally:
             finished.cancel()

@@ -7,8 +7,15 @@ owner's reply, flagged the same way; an attachment is noted and flagged while it
 caption is the owner's words. A voice message or an audio file also carries a
 ``VoiceNote`` — its file_id, declared size and duration, and an upload name OpenAI
 accepts (``voice.ogg``: Telegram calls OGG Opus ``.oga``) — so it can be transcribed; a
-caption then comes first, as the owner's words beside it. Edited messages and other
-update kinds are ignored.
+caption then comes first, as the owner's words beside it.
+
+A photo, an image sent as a file, a PDF or a plain-text file carries a ``MediaRef`` (the
+largest photo size Telegram offers, with its declared size and pixels) and is one
+message: its caption is the text, the owner's words; without one the text is the file's
+label, flagged as an attachment. Another file is named with its type and size; a location,
+place or contact becomes a short text, flagged as not the owner's words. Every message
+carries its platform id (chat and message id), by which an ``edited_message`` — new words
+for it — finds it.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from datetime import datetime, timedelta
 from telegram import Message, Update
 from telegram.warnings import PTBDeprecationWarning
 
+from core.attachments.documents import readable
+from core.attachments.model import MediaKind, MediaRef, described_file
 from core.message import Aside, Inbound, VoiceNote
 from core.owner import Identity
 from core.voice import upload_name
@@ -36,18 +45,67 @@ def is_private(update: Update) -> bool:
     return chat is not None and chat.type == "private"
 
 
+def addressed_in_group(update: Update, bot_id: int, username: str | None) -> bool:
+    """A group message meant for Nod: a command, a mention, a reply to Nod, or Nod added to the group."""
+    message = update.message
+    if message is None or message.chat.type not in ("group", "supergroup"):
+        return False
+    if any(member.id == bot_id for member in message.new_chat_members or ()):
+        return True
+    replied = message.reply_to_message
+    if replied is not None and replied.from_user is not None and replied.from_user.id == bot_id:
+        return True
+    words = _text(message.text) or _text(message.caption)
+    return words.startswith("/") or bool(username and f"@{username}".lower() in words.lower())
+
+
 def sender_of(update: Update) -> Identity | None:
     user = update.effective_user
     return Identity(CHANNEL, str(user.id)) if user is not None and not user.is_bot else None
 
 
 def _attachment(message: Message) -> str | None:
+    """The label of what the message carries besides words: a file named with its type and size, a
+    location, place or contact as a short text the turn can read."""
+    if message.venue is not None:
+        venue = message.venue
+        return f"[shared a place: {venue.title}, {venue.address} ({venue.location.latitude:.5f}, {venue.location.longitude:.5f})]"
+    if message.location is not None:
+        return f"[shared a location: {message.location.latitude:.5f}, {message.location.longitude:.5f}]"
+    if message.contact is not None:
+        contact = message.contact
+        name = " ".join(n for n in (contact.first_name, contact.last_name) if n)
+        return f"[shared a contact: {name}, {contact.phone_number}]"
     for attribute, kind in _KINDS.items():
         value = getattr(message, attribute, None)
         if value:
+            if attribute == "document":
+                return f"[sent a file: {described_file(value.file_name, value.mime_type, value.file_size)}]"
             name = getattr(value, "file_name", None)
             return f"[sent {kind}{': ' + name if name else ''}]"
     return None
+
+
+def _media(message: Message) -> MediaRef | None:
+    """The photo, image file or readable document to show the turn, by its file_id, if the message is one."""
+    if message.photo:
+        largest = max(message.photo, key=lambda size: size.width * size.height)
+        return MediaRef(MediaKind.IMAGE, largest.file_id, "image/jpeg", None, largest.file_size, largest.width,
+                        largest.height)
+    document = message.document
+    if document is None:
+        return None
+    mime = document.mime_type or ""
+    if mime.lower().startswith("image/"):
+        return MediaRef(MediaKind.IMAGE, document.file_id, mime, document.file_name, document.file_size)
+    if readable(mime, document.file_name):
+        return MediaRef(MediaKind.DOCUMENT, document.file_id, mime or None, document.file_name, document.file_size)
+    return None
+
+
+def platform_id(message: Message) -> str:
+    """The chat and message id: what an edit of the message names."""
+    return f"{message.chat.id}:{message.message_id}"
 
 
 def _voice(message: Message) -> VoiceNote | None:
@@ -86,6 +144,17 @@ def _date(message: Message) -> datetime | None:
     return sent
 
 
+def edited_message(update: Update, sender: Identity) -> Inbound | None:
+    """New words for a message already sent (``edited_message``), or None when it has none."""
+    message = update.edited_message
+    if message is None:
+        return None
+    words = _text(message.text) or _text(message.caption)
+    if not words.strip():
+        return None
+    return Inbound(sender, words, str(update.update_id), platform_id=platform_id(message), edited=True)
+
+
 def incoming_message(update: Update, sender: Identity) -> Inbound | None:
     message = update.message
     if message is None:
@@ -95,15 +164,19 @@ def incoming_message(update: Update, sender: Identity) -> Inbound | None:
     quoted = _quoted(message)
     if quoted is not None:
         asides.append(quoted)
-    attachment = _attachment(message)
+    media = _media(message)
+    attachment = media.label if media is not None else _attachment(message)
     name = update.effective_user.first_name if update.effective_user else None
     # Telegram's own date: an update delivered late after an outage keeps the time it was sent
-    common = {"sender": sender, "external_id": str(update.update_id), "display_name": name, "sent_at": _date(message)}
+    common = {"sender": sender, "external_id": str(update.update_id), "display_name": name, "sent_at": _date(message),
+              "platform_id": platform_id(message)}
     voice = _voice(message) if attachment is not None else None
     if message.forward_origin is not None:
         return Inbound(text=words or attachment or "[forwarded message]", forwarded=True,
                         attachment=attachment is not None and not words, asides=tuple(asides),
-                        voice=None if words else voice, **common)
+                        voice=None if words else voice, media=media, **common)
+    if media is not None:  # one message: the caption is its text, the owner's words; else the label, flagged
+        return Inbound(text=words or media.label, attachment=not words, asides=tuple(asides), media=media, **common)
     if voice is not None and attachment is not None:  # the caption first, then the note to transcribe
         if words:
             asides.append(Aside(words))

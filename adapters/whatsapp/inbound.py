@@ -7,12 +7,21 @@ as forwarded is flagged as not the owner's words. The first audio medium (a voic
 ``audio/ogg``) is the message itself, carrying a ``VoiceNote`` whose reference is its
 Twilio media URL, so it can be transcribed; a body then comes first, as the owner's
 words beside it. Twilio declares no size or duration: the download is what bounds it.
+
+The first image (``image/*``) or readable document (a PDF, plain text, a contact card) is
+the message's ``MediaRef``, fetched in the turn from Twilio with the account's
+credentials; the body is its caption, the owner's words, and without one the text is the
+file's label, flagged as an attachment. Other media are named with their type. A shared
+location (``Latitude``/``Longitude``, with ``Address`` and ``Label`` for a place) becomes
+a short text, flagged as not the owner's words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from core.attachments.documents import readable
+from core.attachments.model import MediaKind, MediaRef
 from core.message import Aside, Inbound, VoiceNote
 from core.owner import Identity
 from core.voice import PLACEHOLDER, upload_name
@@ -38,6 +47,28 @@ def _voice(params: Mapping[str, str]) -> tuple[int, VoiceNote] | None:
     return None
 
 
+def _file(params: Mapping[str, str]) -> tuple[int, MediaRef] | None:
+    """The first image or readable document with a URL, and its place among the media."""
+    for i in range(_count(params)):
+        kind, url = params.get(f"MediaContentType{i}", ""), params.get(f"MediaUrl{i}", "")
+        if not url:
+            continue
+        if kind.lower().startswith("image/"):
+            return i, MediaRef(MediaKind.IMAGE, url, kind)
+        if readable(kind, None) or kind.lower() in ("text/vcard", "text/x-vcard"):
+            return i, MediaRef(MediaKind.DOCUMENT, url, kind)
+    return None
+
+
+def _location(params: Mapping[str, str]) -> str | None:
+    latitude, longitude = params.get("Latitude", ""), params.get("Longitude", "")
+    if not latitude or not longitude:
+        return None
+    place = ", ".join(p for p in (params.get("Label", ""), params.get("Address", "")) if p)
+    where = f"{latitude}, {longitude}"
+    return f"[shared a place: {place} ({where})]" if place else f"[shared a location: {where}]"
+
+
 def _media(params: Mapping[str, str], skip: int | None = None) -> list[Aside]:
     return [Aside(f"[sent a file: {params.get(f'MediaContentType{i}', 'unknown type')}]", attachment=True)
             for i in range(_count(params)) if i != skip]
@@ -58,6 +89,14 @@ def incoming_message(params: Mapping[str, str]) -> Inbound | None:
         asides = ([Aside(body, forwarded=forwarded)] if body else []) + _media(params, skip=place)
         return Inbound(text=PLACEHOLDER, attachment=True, forwarded=forwarded, asides=tuple(asides), voice=note,
                        **common)
+    found = _file(params)
+    if found is not None:  # one message: the body is its caption, the owner's words; else the label, flagged
+        place, ref = found
+        return Inbound(text=body or ref.label, attachment=not body, forwarded=forwarded,
+                       asides=tuple(_media(params, skip=place)), media=ref, **common)
+    location = _location(params)
+    if location is not None and not _count(params):
+        return Inbound(text=location, attachment=True, forwarded=forwarded, **common)
     media = _media(params)
     if not body:
         if not media:

@@ -1,4 +1,4 @@
-"""Fetching a WhatsApp voice note's audio from Twilio into memory.
+"""Fetching a WhatsApp voice note's audio, photo or document from Twilio into memory.
 
 The reference stored with the note is the webhook's ``MediaUrl0``, a Twilio API address
 (``https://api.twilio.com/2010-04-01/Accounts/AC…/Messages/MM…/Media/ME…``). It is
@@ -21,7 +21,8 @@ import logging
 
 import aiohttp
 
-from core.errors import AudioTooLarge, AudioUnavailable
+from core.attachments.model import MediaRef
+from core.errors import AttachmentTooLarge, AttachmentUnavailable, AudioTooLarge, AudioUnavailable, NodError
 from core.message import VoiceNote
 
 log = logging.getLogger("nod.whatsapp")
@@ -46,33 +47,40 @@ class TwilioMedia:
         return media_url if media_url.startswith(self._base + "/") else None
 
     async def fetch(self, note: VoiceNote, max_bytes: int) -> bytes:
-        url = self.url_for(note.source)
+        return await self._fetch(note.source, max_bytes, AudioTooLarge, AudioUnavailable)
+
+    async def fetch_media(self, media: MediaRef, max_bytes: int) -> bytes:
+        """A photo's or document's bytes (the ``MediaSource`` port), from Twilio's host only."""
+        return await self._fetch(media.source, max_bytes, AttachmentTooLarge, AttachmentUnavailable)
+
+    async def _fetch(self, source: str, max_bytes: int, too_large: type[NodError], unavailable: type[NodError]) -> bytes:
+        url = self.url_for(source)
         if url is None:
             log.warning("twilio_media_refused reason=not_twilio")
-            raise AudioUnavailable("The voice note's address is not Twilio's.")
+            raise unavailable("The file's address is not Twilio's.")
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         try:
             async with self._session.get(url, headers={"Authorization": self._authorization}) as response:
                 if response.status != 200:
                     log.warning("twilio_media_unavailable status=%s", response.status)
-                    raise AudioUnavailable(f"Twilio did not hand over the voice note (HTTP {response.status}).")
+                    raise unavailable(f"Twilio did not hand over the file (HTTP {response.status}).")
                 if response.content_length is not None and response.content_length > max_bytes:
-                    raise AudioTooLarge("The voice note is larger than Nod listens to.")
-                return await _bounded(response, max_bytes)
+                    raise too_large("The file is larger than Nod reads.")
+                return await _bounded(response, max_bytes, too_large)
         except (TimeoutError, aiohttp.ClientError) as exc:
             log.warning("twilio_media_unavailable error=%s", type(exc).__name__)
-            raise AudioUnavailable("Twilio could not be reached for the voice note.") from exc
+            raise unavailable("Twilio could not be reached for the file.") from exc
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
 
 
-async def _bounded(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
+async def _bounded(response: aiohttp.ClientResponse, max_bytes: int, too_large: type[NodError]) -> bytes:
     data = bytearray()
     async for chunk in response.content.iter_chunked(CHUNK):
         data.extend(chunk)
         if len(data) > max_bytes:
-            raise AudioTooLarge("The voice note is larger than Nod listens to.")
+            raise too_large("The file is larger than Nod reads.")
     return bytes(data)

@@ -21,6 +21,14 @@ the turn hears it first (``core.agent.listening``) and answers its transcript. O
 will not hear — no transcription model, or declared too long or too large — is kept
 (``keep``) as the flagged attachment only, with no turn: the front door answers it.
 
+Photos and documents are stored the same way, with the channel's reference to the file
+(``media``); the turn reads them into memory (``core.attachments.reading``) and shows them
+to the model, never storing what they hold. One that cannot be read — no vision, past the
+bounds, gone — is a sentence before the answer (``preface``, sent, not stored), or the
+whole answer when the request has no words of its own. An edit of a message still
+awaiting its answer (``edit``) restarts the turn as a new message would; an answered one
+only changes the stored words.
+
 The reply goes back to the identity the request came from (a Telegram chat, a WhatsApp
 number); the stored copy is its text form, so the conversation shows the choices offered.
 
@@ -49,6 +57,7 @@ import asyncio
 import logging
 from collections.abc import Collection, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import replace
 from datetime import timedelta
 from typing import Protocol
 
@@ -57,6 +66,8 @@ from core.agent.slots import DEFAULT_SLOTS, WorkSlots
 from core.agent.store_retries import StoreRetries
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.agent.turn_context import TurnOrigin, begin
+from core.attachments.model import NO_VISION_ALONE, MediaSource
+from core.attachments.reading import AttachmentReader
 from core.errors import DeliveryFailed
 from core.message import Appended, Inbound, NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner
@@ -87,10 +98,11 @@ class TurnLocks(Protocol):
 class Conductor:
     def __init__(self, deps: TurnDeps, sink: ReplySink, locks: TurnLocks | None = None,
                  work_slots: int = DEFAULT_SLOTS, audio: Mapping[str, AudioSource] | None = None,
-                 delivery_grace: timedelta = DELIVERY_GRACE) -> None:
+                 delivery_grace: timedelta = DELIVERY_GRACE, media: Mapping[str, MediaSource] | None = None) -> None:
         self._deps = deps
         self._sink = sink
         self._listener = Listener(deps.gateway, deps.messages, audio or {})
+        self._reader = AttachmentReader(deps.messages, media or {}, lambda: deps.gateway.sees_images)
         self._locks_across = locks
         self._slots = WorkSlots(work_slots)
         self._turns: dict[int, asyncio.Task[None]] = {}
@@ -113,6 +125,11 @@ class Conductor:
         """Whether voice notes are transcribed (a transcription model is configured)."""
         return self._deps.gateway.transcribe_configured
 
+    @property
+    def sees_images(self) -> bool:
+        """Whether photos are shown to the agent model (NOD_AGENT_VISION, or what its server taught)."""
+        return self._deps.gateway.sees_images
+
     async def keep(self, owner: Owner, inbound: Inbound) -> bool:
         """Store the message without a turn (a voice note Nod will not hear); False for a redelivery."""
         async with self._slots.inbound():
@@ -134,9 +151,25 @@ class Conductor:
                 sent_at=sent_at, external_id=inbound.external_id,
                 card_title=inbound.card_title, attachment=inbound.attachment, forwarded=inbound.forwarded,
                 origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.sender.external_id, awaiting=request,
-                voice_note=inbound.voice if request else None,
+                voice_note=inbound.voice if request else None, media=inbound.media if request else None,
+                platform_id=inbound.platform_id,
             )
         )
+
+    async def edit(self, owner: Owner, inbound: Inbound) -> StoredMessage | None:
+        """New words for the message the platform calls ``inbound.platform_id``, the old kept as its previous
+        version. While it still awaits its answer its turn starts again, so the answer follows the new words;
+        an answered one is not answered again. Returns the message when its turn was restarted."""
+        if not inbound.platform_id or not inbound.text.strip():
+            return None
+        async with self._slots.inbound():
+            edited = await self._deps.messages.edit(owner.id, inbound.channel, inbound.platform_id, inbound.text,
+                                                   self._deps.clock.now())
+        if edited is None or not edited.changed or not edited.message.awaiting:
+            return None
+        log.info("turn_restarted_by_edit owner=%s message=%s", owner.id, edited.message.id)
+        self._starting[owner.id] = asyncio.create_task(self._start(owner, edited.message, inbound.sender))
+        return edited.message
 
     async def _receive(self, owner: Owner, inbound: Inbound) -> StoredMessage | None:
         stored = await self._store(owner, inbound, request=True)
@@ -272,24 +305,33 @@ class Conductor:
             await asyncio.shield(self._deliver(owner, request, sender, Reply(heard.notice), notice=True))
             return
         request = heard.request
+        seen = await self._reader.read(request)  # photos and documents, into memory only
+        if seen.nothing_to_answer:  # a file without a caption that could not be read: its sentence answers
+            await asyncio.shield(self._deliver(owner, request, sender, Reply(seen.preface(False)), notice=True))
+            return
         current = await self._deps_owner(owner)
         ctx = await begin(current, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id,
                           self._deps.memory, self._deps.spending)
         try:
-            outcome = await run_turn(self._deps, ctx, request)
+            outcome = await run_turn(self._deps, ctx, request, seen)
         except asyncio.CancelledError:
             log.info("turn_cancelled owner=%s message=%s", owner.id, request.id)
             raise
         except Exception:  # noqa: BLE001 - the edge of the turn: log, apologise, go on
             log.exception("turn_failed owner=%s message=%s", owner.id, request.id)
             outcome = TurnOutcome(TURN_FAILED, notice=True)
-        await asyncio.shield(self._deliver(current, request, sender, outcome.reply, outcome.notice))
+        blind_now = bool(seen.images) and not self._deps.gateway.sees_images  # the server refused them this turn
+        if blind_now and seen.silent_request and not outcome.notice:  # nothing but the photo, and it went unseen
+            outcome = TurnOutcome(NO_VISION_ALONE, notice=True)
+        preface = "" if outcome.notice and blind_now and seen.silent_request else seen.preface(blind_now)
+        await asyncio.shield(self._deliver(current, request, sender, outcome.reply, outcome.notice, preface))
 
     async def _deps_owner(self, owner: Owner) -> Owner:
         """The owner as stored now: settings (spending, saving) may have changed since."""
         return await self._deps.owners.by_id(owner.id)
 
-    async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply, notice: bool = False) -> None:
+    async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply, notice: bool = False,
+                       preface: str = "") -> None:
         """Store the reply and settle the request (one transaction), then hand it to the channel.
 
         Nothing is sent that was not stored: when storing fails the request stays awaiting
@@ -316,6 +358,8 @@ class Conductor:
             self._retries.failed(request.id, self._deps.clock.now())
             return
         self._retries.stored(request.id)
+        if preface:  # sentences about the owner's files (no vision, too large): sent, not stored
+            reply = replace(reply, text=f"{preface}\n\n{reply.text}")
         if stored is None:
             await self._send(owner, to, reply)
             return

@@ -54,6 +54,7 @@ class ModelRoles:
     transcribe_model: str | None = None
     transcribe_deadline_s: float = 120.0
     max_tokens_scale: float = 1.0  # NOD_MAX_TOKENS_SCALE: every purpose's budget times this
+    agent_vision: str = "auto"  # NOD_AGENT_VISION: on, off, or auto (learnt from the server's first refusal)
 
 
 def _outcome(error: BaseException) -> str:
@@ -108,6 +109,7 @@ class Gateway:
         self._usage = usage
         self._prices = prices
         self._clock = clock
+        self._blind = False  # the agent's server refused an image: no more are fetched for it
 
     async def close(self) -> None:
         """Close the model clients: an HTTP pool left to the garbage collector fails loudly later."""
@@ -123,6 +125,11 @@ class Gateway:
         return self._memory is not None
 
     @property
+    def sees_images(self) -> bool:
+        """Whether the agent model is shown images: not when NOD_AGENT_VISION is off or its server refused one."""
+        return self._agent is not None and self.roles.agent_vision != "off" and not self._blind
+
+    @property
     def transcribe_configured(self) -> bool:
         return self._transcriber is not None
 
@@ -130,7 +137,11 @@ class Gateway:
         if self._agent is None:
             raise ConfigError("No agent model is configured (NOD_AGENT_MODEL).")
         request = ChatRequest(str(self.roles.agent_model), messages, tools, max_tokens=scaled(AGENT_MAX_TOKENS, self.roles.max_tokens_scale))
-        return await self._call(owner_id, AGENT, self._agent, request, self.roles.agent_deadline_s, _as_is)
+        reply = await self._call(owner_id, AGENT, self._agent, request, self.roles.agent_deadline_s, _as_is)
+        if reply.images_dropped and not self._blind:
+            log.info("agent_model_blind model=%s; no images are fetched for it from now on", request.model)
+            self._blind = True
+        return reply
 
     async def ask(self, owner_id: int, answer: type[A], messages: Sequence[Message]) -> A:
         """One structured memory-model call; the answer as ``answer`` (its schema is what was asked)."""

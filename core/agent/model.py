@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-Message = Mapping[str, Any]
+Message = Mapping[str, Any]  # "content" is a string, or (an owner's message with images) OpenAI's content parts
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ class ChatReply:
     cached_tokens: int = 0  # of tokens_in, read from the provider's prompt cache (priced lower)
     usage_reported: bool = True  # False: the server sent no usage; the tokens are estimated
     refusal: str | None = None  # the model declined (OpenAI's ``refusal``): not an answer
+    images_dropped: bool = False  # the request's images were left out: the model does not take them
 
     @property
     def cut_off(self) -> bool:

@@ -23,6 +23,7 @@ from core.agent.model import ChatReply, Message
 from core.agent.spending import Spending
 from core.agent.turn_context import TurnContext, TurnOrigin
 from core.agent.window import RecentWindow
+from core.attachments.reading import NONE, Attachments
 from core.clock import Clock
 from core.errors import AnswerCut, ModelDeclined, ModelError, ModelRefused, ModelTimeout
 from core.memory.render import render_index
@@ -154,12 +155,13 @@ def _final_text(reply: ChatReply, owner_id: int) -> str:
     return text + CUT_NOTE if text else ""
 
 
-async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> TurnInputs:
+async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage, attachments: Attachments) -> TurnInputs:
     recent = await deps.window.messages(deps.messages, ctx.thread_id, request)
     oldest = min((m.id for m in recent), default=request.id)
     related = await deps.conversation.related(ctx.thread_id, request.text, oldest, RELATED_COUNT)
     packet = await deps.evidence.packet(ctx, request)
-    return TurnInputs(ctx.owner, deps.clock.now(), render_index(ctx.document), related, recent, request, packet)
+    return TurnInputs(ctx.owner, deps.clock.now(), render_index(ctx.document), related, recent, request, packet,
+                      attachments)
 
 
 async def _loop(deps: TurnDeps, ctx: TurnContext, messages: list[Message]) -> tuple[ChatReply, int, list[ToolOutcome]]:
@@ -181,8 +183,9 @@ async def _loop(deps: TurnDeps, ctx: TurnContext, messages: list[Message]) -> tu
     return reply, deps.max_steps + 1, reads
 
 
-async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> TurnOutcome:
-    """Answer ``request``; the returned text is what the owner should receive."""
+async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage,
+                   attachments: Attachments = NONE) -> TurnOutcome:
+    """Answer ``request`` (with the photos and documents read for it); the returned text is what the owner should receive."""
     if not deps.gateway.agent_configured:
         return TurnOutcome(NO_MODEL, notice=True)
     if ctx.origin is TurnOrigin.OWNER_MESSAGE:
@@ -193,7 +196,7 @@ async def run_turn(deps: TurnDeps, ctx: TurnContext, request: StoredMessage) -> 
     if capacity.exhausted:
         log.info("spending_checkin owner=%s spent=%.4f limit=%s", ctx.owner.id, capacity.spent_usd, capacity.limit_usd)
         return TurnOutcome(await deps.spending.ask(ctx.owner, capacity))
-    messages = turn_messages(await _inputs(deps, ctx, request))
+    messages = turn_messages(await _inputs(deps, ctx, request, attachments))
     try:
         reply, steps, reads = await _loop(deps, ctx, messages)
     except ModelError as exc:

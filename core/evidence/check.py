@@ -72,6 +72,9 @@ class ReplyChecker:
         kept, omitted = _reads(reads)
         payload = {"request": request.text, "draft": draft, "saved_notes": index_lines(doc), "evidence": state.packet,
                    "reads": kept, "reads_omitted": omitted}
+        if request.media is not None:  # the draft may describe a file this check is not shown
+            payload["attachment"] = (f"The owner sent {request.media.label} with this request, which you cannot see: "
+                                     "keep what the draft says the file shows or contains.")
         result = draft
         try:
             answer = await self._gateway.ask(ctx.owner.id, ReplyVerdict, [

@@ -30,11 +30,11 @@ import tantivy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.errors import IndexFailure
-from core.history.documents import encode_shape, micros, row_digest, schema_of_documents, thread_terms, utc
+from core.history.documents import document_of, schema_of_documents
 from core.history.index_check import SAMPLE_EVERY_S, IndexCheck
 from core.history.index_directory import IndexDirectory
+from core.history.index_edits import IndexEdits
 from core.history.index_reads import guarded
-from core.history.ranking import shape_of
 from core.history.scope import Matcher
 from core.history.tail import TAIL_LIMIT, WithTail, tail_messages
 from core.storage import fence, index_feed, thread_reads
@@ -46,7 +46,7 @@ INLINE_GAP = 2_000  # a longer catch-up runs in the background and the database 
 CATCH_UP_EVERY = 1.0  # seconds between background catch-ups: one commit covers what arrived meanwhile
 
 
-class DerivedIndex(IndexCheck):
+class DerivedIndex(IndexEdits, IndexCheck):
     def __init__(self, directory: Path, engine: AsyncEngine, catch_up_every: float | None = CATCH_UP_EVERY) -> None:
         self._directory = directory
         self._engine = engine
@@ -221,6 +221,7 @@ class DerivedIndex(IndexCheck):
         self._watermark = 0
         self._places.clear()
         self._last_indexed.clear()
+        self._forget_edits()
 
     def _catch_up_in_background(self, later: bool = False) -> None:
         if not self._closing.is_set() and (self._background is None or self._background.done()):
@@ -282,6 +283,7 @@ class DerivedIndex(IndexCheck):
                 added += len(rows)
         if added:
             log.info("search_index_caught_up added=%s watermark=%s", added, self._watermark)
+        await self._follow_edits()
 
     def _add(self, rows: Sequence[Any]) -> None:
         writer = self._writer
@@ -316,9 +318,6 @@ class DerivedIndex(IndexCheck):
             seq = places.get(thread, self._next_place(thread))
             places[thread] = seq + 1
             self._last_indexed[thread] = int(row.id)  # before the commit shows it: a search keeps the filter
-            writer.add_document(tantivy.Document(
-                text=thread_terms(thread, row.text), context=thread_terms(thread, row.context), id=int(row.id), thread=thread,
-                sent=micros(utc(row.sent_at)), digest=row_digest(row), seq=seq, owner=int(row.role == "owner"),
-                shape=encode_shape(shape_of(row.text))))
+            writer.add_document(document_of(row, seq))
         writer.commit()
         return places

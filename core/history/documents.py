@@ -26,6 +26,7 @@ from typing import Any
 
 import tantivy
 
+from core.history.ranking import shape_of
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope, Shape
 from core.storage.fulltext import FREQUENCY_CAP
 from core.text import stem, words
@@ -53,6 +54,15 @@ def row_digest(row: Any) -> int:
     parts = (row.id, row.owner_id, row.thread_id, row.role, micros(utc(row.sent_at)), row.text)
     raw = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big") >> 2
+
+
+def document_of(row: Any, seq: int) -> Any:
+    """A message's document (a row as ``index_feed.GAP`` reads it) at ``seq``, its place in its thread."""
+    thread = int(row.thread_id)
+    return tantivy.Document(
+        text=thread_terms(thread, row.text), context=thread_terms(thread, row.context), id=int(row.id), thread=thread,
+        sent=micros(utc(row.sent_at)), digest=row_digest(row), seq=seq, owner=int(row.role == "owner"),
+        shape=encode_shape(shape_of(row.text)))
 
 
 def schema_of_documents() -> Any:

@@ -40,6 +40,7 @@ class _Check:
     mark: int
     rebuilds: int
     instance: str | None
+    edits: int  # the newest edit (message_versions id) the database holds
     row: Any
     sample: list[Any] | None
     current: tuple[int, int] | None
@@ -65,6 +66,9 @@ class IndexCheck(IndexReads):
         raise NotImplementedError
 
     def _clear(self) -> None:
+        raise NotImplementedError
+
+    async def edits_followed(self, newest: int) -> bool:
         raise NotImplementedError
 
     async def usable(self) -> bool:
@@ -102,13 +106,16 @@ class IndexCheck(IndexReads):
         current = None
         if owner_id is not None and found.current_thread is not None:
             current = (int(found.current_thread), int(found.current_last))
-        return _Check(mark, rebuilds, found.instance, found if mark and found.id is not None else None, sample, current)
+        return _Check(mark, rebuilds, found.instance, int(found.edits or 0), found if mark and found.id is not None else None,
+                      sample, current)
 
     async def _verified(self, check: _Check | None = None) -> bool:
         """True when the index belongs to the database as it is now; rebuilds it when not."""
         if check is None:
             check = await self._read_check(None)
         mark, rebuilds, instance, row, sample = check.mark, check.rebuilds, check.instance, check.row, check.sample
+        if self._database == instance and not await self.edits_followed(check.edits):
+            return False  # an edit this process may not write in yet: the database answers, nothing is rebuilt
         if self._database == instance and self._holds(row, mark) and (sample is None or self._holds_all(sample)):
             return True
         if self._closing.is_set():  # shutting down: nothing to report, the next process checks again

@@ -162,6 +162,17 @@ class IndexDirectory:
         self._staged.write_text(json.dumps({"format": FORMAT, "database": database}))
         self._staged.replace(self._marker)
 
+    def edits(self) -> int:
+        """The newest edit (a ``message_versions`` id) the index holds the words of; 0 for none."""
+        found = self._marked().get("edits")
+        return found if type(found) is int else 0
+
+    def mark_edits(self, edits: int) -> None:
+        """Record, after tantivy's commit, that the index holds every edit up to ``edits``."""
+        marked = {**self._marked(), "edits": edits}
+        self._staged.write_text(json.dumps(marked))
+        self._staged.replace(self._marker)
+
     def bound_to(self) -> str | None:
         """The identity of the database this index was built from."""
         database = self._marked().get("database")

@@ -240,4 +240,6 @@ def _render(owner: Owner, message: StoredMessage, limit: int) -> dict[str, Any]:
     for flag in ("card_title", "forwarded", "attachment", "voice"):
         if getattr(message, flag):
             rendered[flag] = True
+    if message.media is not None:  # the file is named; what it showed was never stored
+        rendered["file"] = message.media.label
     return rendered

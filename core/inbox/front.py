@@ -6,7 +6,10 @@ restart) and answered without a turn; any other message goes to the conductor, w
 stores it — a redelivered one is found by its external id — and starts the owner's turn,
 whose reply reaches the channel later through the reply sink. A voice note Nod will not
 hear (no transcription model; declared too long or too large) is stored as the flagged
-attachment only and answered with one sentence, with no turn. When ``handle`` returns,
+attachment only and answered with one sentence, with no turn; so is a photo or document
+without a caption that Nod will not read (no vision model; declared too large). An edit
+of a stored message goes to the conductor, which restarts its turn only while it awaits.
+A group that addresses Nod hears one sentence, once (``group``). When ``handle`` returns,
 what the sender wrote is stored, so the channel may acknowledge it; when it raises, the
 channel must not. The channel only translates its platform's message into ``Inbound``
 and sends back ``Handled.answer`` when there is one.
@@ -19,6 +22,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from core.agent.conductor import Conductor
+from core.attachments.model import refusal as media_refusal
 from core.clock import Clock
 from core.inbox.commands import OwnerCommands, command_argument, command_name
 from core.inbox.gate import Gate
@@ -29,6 +33,7 @@ from core.schedules.runner import notices
 from core.voice import refusal
 
 log = logging.getLogger("nod.inbox")
+PRIVATE_ONLY = "I only work in private chats: write to me directly."
 SLOW_COMMANDS = ("memory", "context")  # digests: a model call; nothing else waits for them
 
 
@@ -61,6 +66,9 @@ class FrontDoor:
         owner = owner or await self._gate.owner_for(sender, incoming.display_name)
         if owner is None:
             return Handled(self._gate.refusal(sender))
+        if incoming.edited:  # new words for a stored message: its turn restarts while it awaits, else nothing
+            restarted = await self._conductor.edit(owner, incoming)
+            return Handled(owner=owner, turn_started=restarted is not None)
         name = None if incoming.card_title or incoming.forwarded else command_name(incoming.text)
         if name is not None:
             if incoming.external_id and not await self._receipts.first(
@@ -77,9 +85,23 @@ class FrontDoor:
                 log.info("voice_refused owner=%s channel=%s", owner.id, sender.channel)
                 kept = await self._conductor.keep(owner, incoming)
                 return Handled(refused if kept else None, owner)  # a redelivery is not answered twice
+        if incoming.media is not None and incoming.attachment:  # a file with no words: no turn when it cannot be read
+            refused = media_refusal(incoming.media, self._conductor.sees_images, with_words=False)
+            if refused is not None:
+                log.info("attachment_refused owner=%s channel=%s", owner.id, sender.channel)
+                kept = await self._conductor.keep(owner, incoming)
+                return Handled(refused if kept else None, owner)
         stored = await self._conductor.receive(owner, incoming)
         told = await self._notices(owner) if stored is not None else None
         return Handled(told, owner, stored is not None)
+
+    async def group(self, channel: str, chat_id: str) -> str | None:
+        """The one sentence for a group that addressed Nod, the first time only; nothing of the group's is stored
+        but a marker that it was said (its chat id)."""
+        if await self._receipts.first_mark(f"group-told:{channel}:{chat_id}", self._clock.now()):
+            log.info("group_told channel=%s", channel)
+            return PRIVATE_ONLY
+        return None
 
     async def _notices(self, owner: Owner) -> str | None:
         """Reminders missed while Nod was down, or not delivered: told at the owner's next message."""

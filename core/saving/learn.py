@@ -5,8 +5,10 @@ message, the owner's last ten messages of the conversation before it, and older 
 the agent names by id — each one the owner's own. A named id that is anything else
 (Nod's reply, a tool result, another owner's message, an unknown id) refuses the whole
 save: an agent that names it has been misled, by an injected instruction or otherwise.
-Card titles (Nod's wording), forwarded or quoted text, messages over 4,000 characters and
-messages with a secret are left out. The model never sees Nod's replies, tool results,
+Card titles (Nod's wording), forwarded or quoted text, a file's label ("[sent a photo]",
+a shared location: Nod's wording), messages over 4,000 characters and messages with a
+secret are left out. What a photo or document shows is never read: it is not stored, and
+it is not the owner's words — a caption is, and only the caption reaches the memory model. The model never sees Nod's replies, tool results,
 web pages or email, so whatever fooled the agent cannot become a note.
 
 The accepted notes are applied in one compare-and-swap: a repeat of an existing note
@@ -44,6 +46,8 @@ EARLIER = 10
 MAX_SOURCE_CHARS = 4_000
 LEARN_ORIGINS = (TurnOrigin.OWNER_MESSAGE, TurnOrigin.TASK)
 MAX_NAMED = 50
+FILE_NOT_WORDS = ("What a photo or document shows is not the owner's words and cannot be saved: only the caption and "
+                  "the owner's own messages were read. Ask the owner to say in words what should be remembered.")
 
 
 class LearnedNotes(Answer):
@@ -80,7 +84,7 @@ class Sources:
 def usable(message: StoredMessage) -> bool:
     """An owner message the memory model may read: the owner's own words, no secret."""
     return (
-        message.role is Role.OWNER and not message.card_title and not message.forwarded
+        message.role is Role.OWNER and not message.card_title and not message.forwarded and not message.attachment
         and not message.secret and len(message.text) <= MAX_SOURCE_CHARS
     )
 
@@ -121,6 +125,8 @@ class Learner:
         sources = await self.sources(ctx, current, named)
         supplied = sources.texts(ctx.owner.zone)
         if not supplied:
+            if current.media is not None:
+                return {"error": FILE_NOT_WORDS + " This message has no caption; nothing was saved."}
             return {"error": "None of those messages can be saved from (Nod's wording, forwarded, too long or secret)."}
         doc = ctx.document
         try:
@@ -142,8 +148,11 @@ class Learner:
         ungrounded = sum(r["reason"].startswith("ungrounded") for r in refused)
         log.info("memory_learn owner=%s saved=%s confirmed=%s refused=%s ungrounded=%s", ctx.owner.id,
                  len(outcome.saved), len(outcome.confirmed), len(refused), ungrounded)
-        return {"saved": list(outcome.saved), "confirmed": list(outcome.confirmed), "refused": refused,
-                "note": "Saves are silent: do not mention this to the owner."}
+        result = {"saved": list(outcome.saved), "confirmed": list(outcome.confirmed), "refused": refused,
+                  "note": "Saves are silent: do not mention this to the owner."}
+        if current.media is not None:
+            result["attachment"] = FILE_NOT_WORDS
+        return result
 
     async def _ask(self, ctx: TurnContext, sources: Sources, doc: MemoryDocument) -> LearnedNotes:
         zone = ctx.owner.zone

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 _KEY = 0x4E0D_1D5  # any constant: "messages are being inserted"
 _NEWEST = text("SELECT coalesce(max(id), 0) FROM messages")
+_NEWEST_EDIT = text("SELECT coalesce(max(id), 0) FROM message_versions")
 
 
 async def enter(conn: AsyncConnection) -> None:
@@ -28,12 +29,14 @@ async def enter(conn: AsyncConnection) -> None:
         await conn.execute(text("SELECT pg_advisory_xact_lock_shared(:k)"), {"k": _KEY})
 
 
-async def settled(engine: AsyncEngine) -> int | None:
-    """The newest message id with no insert still able to take a smaller one; None while one can."""
+async def settled(engine: AsyncEngine, edits: bool = False) -> int | None:
+    """The newest message id with no insert still able to take a smaller one; None while one can.
+    ``edits``: the same for the versions edits leave (``message_versions``), which take the lock too."""
+    newest = _NEWEST_EDIT if edits else _NEWEST
     if engine.dialect.name != "postgresql":
         async with engine.connect() as conn:
-            return int((await conn.execute(_NEWEST)).scalar_one())
+            return int((await conn.execute(newest)).scalar_one())
     async with engine.begin() as conn:
         if not (await conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _KEY})).scalar():
             return None
-        return int((await conn.execute(_NEWEST)).scalar_one())
+        return int((await conn.execute(newest)).scalar_one())

@@ -68,6 +68,8 @@ def row_values(message: NewMessage, thread_id: int) -> dict[str, Any]:
         "awaiting": message.awaiting,
         "voice": message.voice,
         "voice_note": message.voice_note.to_json() if message.voice_note is not None else None,
+        "media": message.media.to_json() if message.media is not None else None,
+        "platform_id": message.platform_id,
     }
 
 

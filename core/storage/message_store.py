@@ -24,10 +24,12 @@ from sqlalchemy import and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from core.attachments.model import MediaRef
 from core.clock import Clock
 from core.message import Appended, NewMessage, Owed, Role, StoredMessage, VoiceNote
 from core.storage import fence, outbox
 from core.storage.database import writing
+from core.storage.message_edits import MessageEdits
 from core.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
 from core.storage.schema import messages, owners, threads
 
@@ -54,12 +56,12 @@ def stored_messages(result: Any) -> list[StoredMessage]:
 def _from_values(
     id_: int, owner_id: int, thread_id: int, role: str, text: str, sent_at: datetime, channel: str,
     external_id: str | None, card_title: Any, attachment: Any, forwarded: Any, secret: Any, origin: str | None,
-    address: str | None, awaiting: Any, voice: Any, voice_note: str | None,
+    address: str | None, awaiting: Any, voice: Any, voice_note: str | None, media: str | None, platform_id: str | None,
 ) -> StoredMessage:
     return StoredMessage(
         id_, owner_id, thread_id, _ROLES.get(role) or Role(role), text, sent_at, channel, external_id,
         bool(card_title), bool(attachment), bool(forwarded), bool(secret), origin, address, bool(awaiting),
-        bool(voice), VoiceNote.from_json(voice_note),
+        bool(voice), VoiceNote.from_json(voice_note), MediaRef.from_json(media), platform_id,
     )
 
 
@@ -68,7 +70,7 @@ def stored_message(row: Any) -> StoredMessage:
     return _from_values(*(getattr(row, name) for name in _COLUMNS))
 
 
-class MessageStore:
+class MessageStore(MessageEdits):
     def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
         self._engine = engine
         self._clock = clock

@@ -22,6 +22,7 @@ from core.storage.schema import (
     gmail_connections,
     gmail_consents,
     identities,
+    message_versions,
     messages,
     objects,
     outbox,
@@ -37,7 +38,7 @@ from core.storage.schema import (
 
 # what belongs to an owner, children before parents (foreign keys are on in SQLite)
 _OWNED = (schedule_runs, schedules, outbox, receipts, page_links, page_sessions, gmail_consents, gmail_connections, objects, usage,
-          identities, messages, threads)
+          identities, message_versions, messages, threads)
 # search_fts holds no text of its own (content=''): a row leaves it only by the 'delete' command
 # with the very words it was indexed with, the message's and the previous one's in its thread
 # (migration 3's trigger), so they are recomputed the way that trigger computed them

@@ -15,7 +15,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from core.storage.database import writing
-from core.storage.schema import receipts
+from core.storage.schema import nod_meta, receipts
 
 
 class Receipts:
@@ -29,5 +29,14 @@ class Receipts:
             statement = insert(receipts).values(
                 owner_id=owner_id, channel=channel, external_id=external_id, kind=kind, received_at=now,
             ).on_conflict_do_nothing(index_elements=["owner_id", "channel", "external_id"])
+            result = await conn.execute(statement)
+        return result.rowcount == 1
+
+    async def first_mark(self, key: str, now: datetime) -> bool:
+        """Record that ``key`` happened (a marker, no content: ``nod_meta``); True only the first time."""
+        async with writing(self._engine, single_statement=True) as conn:
+            insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+            statement = insert(nod_meta).values(key=key, value=now.isoformat()).on_conflict_do_nothing(
+                index_elements=["key"])
             result = await conn.execute(statement)
         return result.rowcount == 1

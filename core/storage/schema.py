@@ -143,6 +143,8 @@ messages = Table(
     Column("awaiting", Boolean, nullable=False, default=False, server_default=_FALSE),  # its turn has not answered yet
     Column("voice", Boolean, nullable=False, default=False, server_default=_FALSE_WORD),
     Column("voice_note", Text),  # the channel's reference to audio not transcribed yet (JSON), never the audio
+    Column("media", Text),  # a photo's or document's reference (core.attachments.model.MediaRef), never its bytes
+    Column("platform_id", Text),  # the platform's id of the message, by which an edit finds it
     UniqueConstraint("owner_id", "channel", "external_id"),
     CheckConstraint("role IN ('owner', 'assistant', 'tool')"),
     sqlite_autoincrement=True,
@@ -154,6 +156,19 @@ Index("messages_thread_id", messages.c.thread_id, messages.c.id)  # a result's n
 # SQLAlchemy writes a boolean test there as "awaiting = 1"
 Index("messages_awaiting", messages.c.owner_id, messages.c.id,
       sqlite_where=text("awaiting = 1"), postgresql_where=text("awaiting"))
+Index("messages_platform", messages.c.owner_id, messages.c.channel, messages.c.platform_id,
+      sqlite_where=text("platform_id IS NOT NULL"), postgresql_where=text("platform_id IS NOT NULL"))
+
+message_versions = Table(  # the text an edit replaced: kept, never searched
+    "message_versions",
+    metadata,
+    _id(big=True),
+    Column("message_id", _MESSAGE_ID, ForeignKey("messages.id"), nullable=False),
+    Column("owner_id", Integer, ForeignKey("owners.id"), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("replaced_at", UTCDateTime(), nullable=False),
+)
+Index("message_versions_message", message_versions.c.message_id)
 
 nod_meta = Table(  # this database's identity, the key that signs cursors, the health stamp
     "nod_meta",
@@ -305,6 +320,20 @@ SQLITE_SEARCH = (
             (SELECT p.text FROM messages p WHERE p.thread_id = new.thread_id AND p.id < new.id
              AND p.role != 'tool' ORDER BY p.id DESC LIMIT 1), ''));
         END""",
+    # an edit moves the index to the new words: the message's own entry and the next one's, whose context it is
+    """CREATE TRIGGER search_fts_edit AFTER UPDATE OF text ON messages
+        WHEN new.role != 'tool' AND new.text != old.text BEGIN
+        INSERT INTO search_fts (search_fts, rowid, text, context) VALUES ('delete', old.id, old.text,
+            coalesce((SELECT p.text FROM messages p WHERE p.thread_id = old.thread_id AND p.id < old.id
+            AND p.role != 'tool' ORDER BY p.id DESC LIMIT 1), ''));
+        INSERT INTO search_fts (rowid, text, context) VALUES (new.id, new.text,
+            coalesce((SELECT p.text FROM messages p WHERE p.thread_id = new.thread_id AND p.id < new.id
+            AND p.role != 'tool' ORDER BY p.id DESC LIMIT 1), ''));
+        INSERT INTO search_fts (search_fts, rowid, text, context) SELECT 'delete', n.id, n.text, old.text
+            FROM messages n WHERE n.thread_id = new.thread_id AND n.id > new.id AND n.role != 'tool' ORDER BY n.id LIMIT 1;
+        INSERT INTO search_fts (rowid, text, context) SELECT n.id, n.text, new.text
+            FROM messages n WHERE n.thread_id = new.thread_id AND n.id > new.id AND n.role != 'tool' ORDER BY n.id LIMIT 1;
+        END""",
 )
 # PostgreSQL's english configuration keeps accents where SQLite's tokenizer removes them;
 # nod_search folds them with unaccent (a trusted extension since PostgreSQL 13, so the
@@ -326,6 +355,21 @@ POSTGRESQL_SEARCH = (
     END $$""",
     """CREATE TRIGGER messages_search_context BEFORE INSERT ON messages
         FOR EACH ROW WHEN (NEW.role <> 'tool') EXECUTE FUNCTION nod_search_context()""",
+    # an edit: the message's own vector again, and the next message's, whose context it is
+    """CREATE TRIGGER messages_search_edit BEFORE UPDATE OF text ON messages
+        FOR EACH ROW WHEN (NEW.role <> 'tool' AND NEW.text IS DISTINCT FROM OLD.text)
+        EXECUTE FUNCTION nod_search_context()""",
+    """CREATE FUNCTION nod_search_next() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE messages SET search_tsv = setweight(to_tsvector('nod_search', text), 'A')
+            || setweight(to_tsvector('nod_search', NEW.text), 'B')
+        WHERE id = (SELECT n.id FROM messages n WHERE n.thread_id = NEW.thread_id AND n.id > NEW.id
+                    AND n.role <> 'tool' ORDER BY n.id LIMIT 1);
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER messages_search_next AFTER UPDATE OF text ON messages
+        FOR EACH ROW WHEN (NEW.role <> 'tool' AND NEW.text IS DISTINCT FROM OLD.text)
+        EXECUTE FUNCTION nod_search_next()""",
 )
 for _dialect, _statements in (("sqlite", SQLITE_SEARCH), ("postgresql", POSTGRESQL_SEARCH)):
     for _statement in _statements:

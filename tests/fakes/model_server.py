@@ -18,7 +18,8 @@ By default it also enforces what real servers enforce, with their own words:
 answers from a queue per model too (``enqueue_transcript``); each upload is kept, with
 its bytes, as ``transcriptions`` (also ``calls("transcribe")``).
 
-``reasoning_required`` plays DeepSeek's thinking mode ("Missing `reasoning_content`
+``rejects_images`` plays a model without vision (OpenAI's 400 "Invalid content type. image_url is
+only supported by certain models."). ``reasoning_required`` plays DeepSeek's thinking mode ("Missing `reasoning_content`
 field" when an assistant tool-call message comes back without it), and
 ``rejects_temperature`` an OpenAI reasoning model; ``wants_completion_tokens`` one that
 refuses ``max_tokens`` ("Use 'max_completion_tokens' instead").
@@ -106,6 +107,7 @@ class FakeModelServer:
     rejects_temperature: bool = False
     wants_completion_tokens: bool = False
     llama_cpp_python: bool = False
+    rejects_images: bool = False  # a model without vision, as OpenAI answers one sent an image part
     refused: list[str] = field(default_factory=list)  # the rule each refused request broke
     transcriptions: list[dict[str, Any]] = field(default_factory=list)
     heard: dict[str, deque[Heard]] = field(default_factory=lambda: defaultdict(deque))
@@ -243,6 +245,9 @@ class FakeModelServer:
         if self.wants_completion_tokens and "max_tokens" in body:
             return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
                     "Use 'max_completion_tokens' instead.")
+        if self.rejects_images and any(isinstance(m.get("content"), list) and any(
+                p.get("type") == "image_url" for p in m["content"]) for m in messages):
+            return "Invalid content type. image_url is only supported by certain models."
         if self.system_first and any(m.get("role") == "system" for m in messages[1:]):
             return "System message must be at the beginning."
         if self.strict_history:

@@ -20,7 +20,7 @@ from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
 from core.history.scope import Hit, Scope
 from core.memory.model import MemoryDocument
-from core.message import Appended, NewMessage, Owed, Role, StoredMessage
+from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings
 from core.ports import Changed, Saved, VersionedDocument
 from core.secrets import contains_secret
@@ -43,7 +43,8 @@ class MemoryMessages:
         stored = StoredMessage(next(self._ids), message.owner_id, await self.active_thread(message.owner_id),
                                message.role, message.text, message.sent_at, message.channel, message.external_id,
                                message.card_title, message.attachment, message.forwarded, contains_secret(message.text),
-                               message.origin, message.address, message.awaiting, message.voice, message.voice_note)
+                               message.origin, message.address, message.awaiting, message.voice, message.voice_note,
+                               message.media, message.platform_id)
         self.rows[stored.id] = stored
         return Appended(stored, created=True)
 
@@ -58,6 +59,19 @@ class MemoryMessages:
 
     async def drop_voice(self, note_id: int) -> None:
         self.rows[note_id] = replace(self.rows[note_id], voice_note=None)
+
+    async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]:
+        return [r for r in sorted(self.rows.values(), key=lambda r: r.id)
+                if r.owner_id == owner_id and r.awaiting and r.id <= up_to and r.media is not None]
+
+    async def edit(self, owner_id: int, channel: str, platform_id: str, text_: str, edited_at: datetime) -> Edited | None:
+        found = next((r for r in self.rows.values() if (r.owner_id, r.channel, r.platform_id) == (owner_id, channel, platform_id)), None)
+        if found is None:
+            return None
+        if found.text == text_:
+            return Edited(found, changed=False)
+        self.rows[found.id] = replace(found, text=text_)
+        return Edited(self.rows[found.id], changed=True)
 
     async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None:
         if not self.rows[request_id].awaiting:

@@ -57,6 +57,7 @@ class FakeTelegramServer:
     downloads: list[str] = field(default_factory=list)  # the file paths fetched
     # awaited with each getUpdates offset before answering: a test checks what is stored by then
     before_poll: Callable[[int], Awaitable[None]] | None = None
+    held: asyncio.Event | None = None  # set: file downloads wait for it (a download a crash cuts short)
 
     @property
     def base_url(self) -> str:
@@ -79,9 +80,10 @@ class FakeTelegramServer:
         self._updates.append(update)
         self._arrived.set()
 
-    def add_file(self, file_id: str, data: bytes, declared_size: int | None = None) -> None:
+    def add_file(self, file_id: str, data: bytes, declared_size: int | None = None, folder: str = "voice",
+                 ending: str = "oga") -> None:
         """A file getFile answers for; ``declared_size`` is what it says (the real size by default)."""
-        path = f"voice/file_{len(self.files)}.oga"
+        path = f"{folder}/file_{len(self.files)}.{ending}"
         self.files[file_id] = (data, path, len(data) if declared_size is None else declared_size)
 
     async def _download(self, request: web.Request) -> web.Response:
@@ -89,6 +91,9 @@ class FakeTelegramServer:
             return web.Response(status=401)
         path = request.match_info["path"]
         self.downloads.append(path)
+        self._called.set()
+        if self.held is not None:
+            await self.held.wait()
         for data, stored, _ in self.files.values():
             if stored == path:
                 return web.Response(body=data, content_type="audio/ogg")
@@ -99,6 +104,15 @@ class FakeTelegramServer:
         if retry_after is not None:
             body["parameters"] = {"retry_after": retry_after}
         self._failures.setdefault(method, []).append((status, body))
+
+    async def wait_for_download(self, count: int = 1, timeout: float = 15.0) -> list[str]:
+        """Until ``count`` file downloads began, or TimeoutError."""
+        async def enough() -> None:
+            while len(self.downloads) < count:
+                self._called.clear()
+                await self._called.wait()
+        await asyncio.wait_for(enough(), timeout)
+        return self.downloads
 
     def of(self, method: str) -> list[dict[str, Any]]:
         return [c.params for c in self.calls if c.method == method]
@@ -240,3 +254,35 @@ def voice_update(update_id: int, user_id: int, file_id: str, *, duration: int = 
     if file_size is not None:
         voice["file_size"] = file_size
     return message_update(update_id, user_id, voice=voice, **extra)
+
+
+def photo_update(update_id: int, user_id: int, file_id: str, *, width: int = 1280, height: int = 960,
+                 file_size: int | None = None, caption: str | None = None, **extra: Any) -> dict[str, Any]:
+    """An update carrying a photo, as Telegram sends one: its sizes smallest first, the caption beside."""
+    sizes: list[dict[str, Any]] = [{"file_id": f"{file_id}-small", "file_unique_id": f"u{file_id}s", "width": 90,
+                                    "height": 68, "file_size": 1_200}]
+    largest: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}", "width": width, "height": height}
+    if file_size is not None:
+        largest["file_size"] = file_size
+    if caption is not None:
+        extra["caption"] = caption
+    return message_update(update_id, user_id, photo=[*sizes, largest], **extra)
+
+
+def document_update(update_id: int, user_id: int, file_id: str, file_name: str, mime_type: str, *,
+                    file_size: int | None = None, caption: str | None = None, **extra: Any) -> dict[str, Any]:
+    """An update carrying a file sent as a document (an image file, a PDF, a text file)."""
+    document: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_name": file_name,
+                                "mime_type": mime_type}
+    if file_size is not None:
+        document["file_size"] = file_size
+    if caption is not None:
+        extra["caption"] = caption
+    return message_update(update_id, user_id, document=document, **extra)
+
+
+def edited_update(update_id: int, user_id: int, message_id: int, text: str) -> dict[str, Any]:
+    """An ``edited_message`` update: new words for the message ``message_id`` the owner sent."""
+    edited = message_update(message_id, user_id, text)["message"]
+    edited["edit_date"] = int(time.time())
+    return {"update_id": update_id, "edited_message": edited}

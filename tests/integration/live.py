@@ -29,7 +29,7 @@ from tests.integration.harness import Harness, make_harness
 MAYA_TELEGRAM = 4242
 MAYA_WHATSAPP = "+351910000001"
 SECRET = "webhook-secret"
-QUICK = Pauses((0.05,), (0.05,), 0.05)  # the retries' real pauses, shortened
+QUICK = Pauses((0.05,), (0.05,), 0.05, 0.5)  # the retries' real pauses and typing's, shortened
 
 
 @dataclass

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy import text as text_sql
 from telegram import Message
 from telegram.constants import ParseMode
 from telegram.error import BadRequest
 
+from core.inbox.commands import COMMANDS, HELP
+from core.inbox.front import PRIVATE_ONLY
 from core.storage.schema import messages as messages_table
 from tests.fakes.model_server import FakeModelServer, structured, text, tool
 from tests.fakes.telegram_server import FakeTelegramServer, callback_update, message_update
@@ -41,10 +44,13 @@ async def test_a_message_in_and_the_reply_out_with_typing_commands_and_webhook(
     assert sent[0]["text"] == "Hi <b>Maya</b> &lt;3" and sent[0]["parse_mode"] == "HTML"
     assert int(sent[0]["chat_id"]) == MAYA_TELEGRAM
     assert telegram.of("sendChatAction")[0]["action"] == "typing"
-    assert {c["command"] for c in telegram.of("setMyCommands")[0]["commands"]} == {
-        "start", "help", "memory", "context", "reset", "stop", "settings", "reminders"}
+    assert [(c["command"], c["description"]) for c in telegram.of("setMyCommands")[0]["commands"]] == list(COMMANDS.items())
+    assert [name for name, _ in COMMANDS.items()] == ["start", "help", "memory", "context", "reset", "stop", "settings",
+                                                        "reminders"]
+    assert all(f"/{name} — {what}" in HELP for name, what in COMMANDS.items())  # /help says what each one does
     hook = telegram.of("setWebhook")[0]
     assert hook["url"] == "https://nod.example.org/webhooks/telegram" and hook["secret_token"] == "webhook-secret"
+    assert hook["allowed_updates"] == ["message", "edited_message", "callback_query"]
     assert await _stored(live) == [("owner", "hello", False, False, False), ("assistant", "Hi **Maya** <3", False, False, False)]
 
 
@@ -81,17 +87,24 @@ async def test_a_redelivered_update_is_answered_once(live: Live, server: FakeMod
     assert len(server.calls()) == 2
 
 
-async def test_groups_get_nothing_and_leave_nothing(live: Live, server: FakeModelServer,
-                                                    telegram: FakeTelegramServer) -> None:
+async def test_a_group_hears_one_sentence_the_first_time_nod_is_addressed_then_silence_and_nothing_is_stored(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
     server.enqueue(AGENT, text("Only here."))
-    for n, kind in enumerate(("group", "supergroup", "channel"), start=1):
-        assert await live.post_update(message_update(n, MAYA_TELEGRAM, "/memory what do you know?", chat_type=kind)) == 200
+    family, work = {"id": -1001, "type": "supergroup", "title": "Family"}, {"id": -1002, "type": "group", "title": "Work"}
+    chats = [(family, "good morning all"), (family, "/memory what do you know?"), (family, "@NodTestBot are you there?"),
+             (work, "/help"), ({"id": -1003, "type": "channel", "title": "News"}, "/start")]
+    for n, (chat, words) in enumerate(chats, start=1):
+        assert await live.post_update(message_update(n, MAYA_TELEGRAM, words, chat=chat)) == 200
     await live.post_update(message_update(9, MAYA_TELEGRAM, "private hello"))
-    await telegram.wait_for("sendMessage")
+    await telegram.wait_for("sendMessage", 3)
     await _settle(live)
-    assert telegram.texts() == ["Only here."]
-    assert [int(p["chat_id"]) for p in telegram.of("sendMessage")] == [MAYA_TELEGRAM]
+    assert telegram.texts() == [PRIVATE_ONLY, PRIVATE_ONLY, "Only here."]  # once a group, only when addressed
+    assert [int(p["chat_id"]) for p in telegram.of("sendMessage")] == [-1001, -1002, MAYA_TELEGRAM]
     assert [m[1] for m in await _stored(live)] == ["private hello", "Only here."]
+    async with live.nod.svc.engine.connect() as conn:  # the one marker per group: its id, no content
+        marks = (await conn.execute(text_sql("SELECT key, value FROM nod_meta WHERE key LIKE 'group-told:%'"))).all()
+    assert sorted(k for k, _ in marks) == ["group-told:telegram:-1001", "group-told:telegram:-1002"]
+    assert not any("morning" in v or "memory" in v for _, v in marks)
 
 
 async def test_an_unknown_sender_gets_one_short_refusal_and_nothing_is_stored(
@@ -238,21 +251,25 @@ async def test_forwarded_and_quoted_text_is_flagged_and_memory_learn_cannot_cite
     assert "birthday" not in learn_inputs  # neither the forward nor the quote reached the memory model
 
 
-async def test_attachments_are_flagged_and_the_caption_is_the_owners_words(
+async def test_other_files_are_named_with_type_and_size_and_places_and_contacts_become_text_the_turn_reads(
         live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
-    photo = [{"file_id": "f1", "file_unique_id": "u1", "width": 10, "height": 10}]
-    server.enqueue(AGENT, text("Nice boat."), text("A file."))
-    await live.post_update(message_update(1, MAYA_TELEGRAM, None, photo=photo, caption="my new boat"))
-    await telegram.wait_for("sendMessage")
-    await _settle(live)
-    document = {"file_id": "f2", "file_unique_id": "u2", "file_name": "lease.pdf"}
-    await live.post_update(message_update(2, MAYA_TELEGRAM, None, document=document))
-    await telegram.wait_for("sendMessage", 2)
-    await _settle(live)
-    stored = await _stored(live)
-    assert stored[0] == ("owner", "[sent a photo]", False, False, True)
-    assert stored[1] == ("owner", "my new boat", False, False, False)
-    assert stored[3] == ("owner", "[sent a file: lease.pdf]", False, False, True)
+    server.enqueue(AGENT, text("A zip."), text("Near the river."), text("Ana, noted."))
+    archive = {"file_id": "z1", "file_unique_id": "u1", "file_name": "photos.zip", "mime_type": "application/zip",
+               "file_size": 2_400_000}
+    updates = [message_update(1, MAYA_TELEGRAM, None, document=archive, caption="my holiday"),
+               message_update(2, MAYA_TELEGRAM, None, location={"latitude": 38.7223, "longitude": -9.1393}),
+               message_update(3, MAYA_TELEGRAM, None, contact={"phone_number": "+351912345678", "first_name": "Ana",
+                                                               "last_name": "Silva"})]
+    for n, update in enumerate(updates, start=1):
+        await live.post_update(update)
+        await telegram.wait_for("sendMessage", n)
+        await _settle(live)
+    assert [m[1:] for m in await _stored(live) if m[0] == "owner"] == [
+        ("[sent a file: photos.zip (application/zip, 2.3 MB)]", False, False, True), ("my holiday", False, False, False),
+        ("[shared a location: 38.72230, -9.13930]", False, False, True),
+        ("[shared a contact: Ana Silva, +351912345678]", False, False, True)]
+    assert "[with an attachment] [shared a location: 38.72230, -9.13930]" in str(server.calls()[1]["messages"][-1])
+    assert not telegram.of("getFile")  # a file Nod does not read is never fetched
 
 
 async def test_memory_and_context_digests_without_a_turn(live: Live, server: FakeModelServer,
@@ -305,6 +322,18 @@ def _with_sister(live: Live):  # type: ignore[no-untyped-def]
         entry = ops.make_entry("people/sister", "Sister: Ana", origin=Origin.STATED, now=live.nod.svc.clock.now())
         return ops.add_entry(doc, entry)
     return change
+
+
+async def test_typing_is_shown_again_every_few_seconds_while_a_turn_runs_and_nothing_else(
+        live: Live, server: FakeModelServer, telegram: FakeTelegramServer) -> None:
+    server.enqueue(AGENT, text("Thought it over.", delay_s=1.6))  # typing's pause is 0.5 s here (4 s in Nod)
+    await live.post_update(message_update(1, MAYA_TELEGRAM, "think about it"))
+    await telegram.wait_for("sendMessage")
+    actions = [p["action"] for p in telegram.of("sendChatAction")]
+    assert len(actions) >= 3 and set(actions) == {"typing"}  # never "upload_photo": Nod sends no files
+    count = len(actions)
+    await _settle(live)
+    assert len(telegram.of("sendChatAction")) <= count + 1
 
 
 async def test_a_command_nod_does_not_have_gets_the_help_without_a_turn(live: Live, server: FakeModelServer,

@@ -84,16 +84,25 @@ async def test_a_long_reply_is_split_at_1600(live: Live, server: FakeModelServer
     assert " ".join(parts) == sentences
 
 
-async def test_media_are_flagged_and_the_body_is_the_owners_caption(
+async def test_a_photo_is_one_message_whose_body_is_the_owners_caption_and_other_media_are_named(
         live: Live, server: FakeModelServer, twilio: FakeTwilioServer) -> None:
-    server.enqueue(AGENT, text("Lovely."))
-    form = inbound_form("SM1", MAYA_WHATSAPP, "our new flat", NumMedia="1", MediaContentType0="image/jpeg",
-                        MediaUrl0="https://api.twilio.com/media/ME1")
+    server.enqueue(AGENT, text("Lovely."), text("A video."), text("By the river."))
+    url = "https://api.twilio.com/media/ME1"  # not one Twilio serves: the photo cannot be fetched
+    form = inbound_form("SM1", MAYA_WHATSAPP, "our new flat", NumMedia="1", MediaContentType0="image/jpeg", MediaUrl0=url)
     await live.post_whatsapp(form)
     await twilio.wait_for(1)
     await _settle(live)
-    assert (await _stored(live))[:2] == [("owner", "[sent a file: image/jpeg]", False, True, "SM1#1"),
-                                        ("owner", "our new flat", False, False, "SM1")]
+    await live.post_whatsapp(inbound_form("SM2", MAYA_WHATSAPP, "", NumMedia="1", MediaContentType0="video/mp4",
+                                          MediaUrl0=url))
+    await twilio.wait_for(2)
+    await _settle(live)
+    await live.post_whatsapp(inbound_form("SM3", MAYA_WHATSAPP, "", Latitude="38.7", Longitude="-9.1",
+                                          Label="Cafe Ribeira", Address="Rua A 1, Lisboa"))
+    await twilio.wait_for(3)
+    await _settle(live)
+    assert [r for r in await _stored(live) if r[0] == "owner"] == [
+        ("owner", "our new flat", False, False, "SM1"), ("owner", "[sent a file: video/mp4]", False, True, "SM2"),
+        ("owner", "[shared a place: Cafe Ribeira, Rua A 1, Lisboa (38.7, -9.1)]", False, True, "SM3")]
 
 
 async def test_a_forwarded_message_is_not_the_owners_words(

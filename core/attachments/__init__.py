@@ -1,0 +1,1 @@
+"""Photos and documents the owner sends: references, bounds, reading them in the turn."""
