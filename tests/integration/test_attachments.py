@@ -94,7 +94,7 @@ async def test_a_photo_with_a_caption_is_shown_to_a_vision_model_as_an_image_par
     request = server.calls()[0]
     assert _images(request) == ["data:image/jpeg;base64," + base64.b64encode(PHOTO).decode()]
     assert _final_text(request).endswith("[sent a photo] what is this place?")
-    found = await seeing.nod.svc.tools.run(seeing.nod.owner, "history_search", {"query": "place"})
+    found = await seeing.nod.svc.tools.read_for_operator(seeing.nod.owner, "history_search", {"query": "place"})
     assert found["results"][0]["text"] == "what is this place?" and found["results"][0]["file"] == "[sent a photo]"
     rows = await _rows(seeing)
     assert [(r.text, r.attachment, r.platform_id) for r in rows] == [
@@ -254,7 +254,7 @@ async def test_an_edit_before_the_answer_restarts_its_turn_and_one_after_it_chan
     note = ops.make_entry("routines/dentist", "Dentist on Tuesday", origin=Origin.STATED, now=seeing.nod.svc.clock.now(),
                           evidence=(Evidence(1, "dentist on Tuesday"),))
     await seeing.nod.svc.memory.update(owner.id, lambda doc: ops.add_entry(doc, note))
-    assert (await tools.run(owner, "memory_read", {"path": "routines/dentist"}))["quote"] == "dentist on Tuesday"
+    assert (await tools.read_for_operator(owner, "memory_read", {"path": "routines/dentist"}))["quote"] == "dentist on Tuesday"
     index = seeing.nod.svc.search_index
     if index is not None:  # SQLite: the derived index holds both messages before the later edit
         assert await index.ready_for(2)
@@ -266,10 +266,10 @@ async def test_an_edit_before_the_answer_restarts_its_turn_and_one_after_it_chan
     assert rows[0].text == "when is the orthodontist on Wednesday?" and not rows[0].awaiting
     assert await previous_versions(seeing.nod.svc.engine, rows[0].id) == [
         "when is the dentist on Tusday?", "when is the dentist on Tuesday?"]
-    assert (await tools.run(owner, "memory_read", {"path": "routines/dentist"}))["quote"] is None  # no longer said
+    assert (await tools.read_for_operator(owner, "memory_read", {"path": "routines/dentist"}))["quote"] is None  # no longer said
 
     async def found(words: str) -> list[int]:
-        return [r["id"] for r in (await tools.run(owner, "history_search", {"query": words}))["results"]]
+        return [r["id"] for r in (await tools.read_for_operator(owner, "history_search", {"query": words}))["results"]]
 
     assert await found("orthodontist") == [rows[0].id, rows[1].id]  # the reply matches by its context, lower
     assert await found("Tusday") == [] and await found("dentist") == []  # the old words are never searched
