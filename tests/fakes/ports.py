@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 
 from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
+from core.errors import AlreadyExists, InvalidInput, NotFound
 from core.history.scope import Hit, Scope
 from core.memory.model import MemoryDocument
 from core.message import Appended, NewMessage, Owed, Role, StoredMessage
-from core.owner import Identity, Owner, OwnerSettings
+from core.owner import Identity, Owner, OwnerSettings, check_time_zone
 from core.ports import Changed, Saved, VersionedDocument
 from core.secrets import contains_secret
 
@@ -158,20 +159,33 @@ class MemoryDocuments:
 
 @dataclass
 class MemoryOwners:
+    """Owners in dicts, refusing what the store refuses (a taken name or identity, a blank name, an unknown zone)."""
+
     owners: dict[int, Owner] = field(default_factory=dict)
     links: dict[Identity, int] = field(default_factory=dict)
 
     async def add(self, name: str, time_zone: str, links: tuple[Identity, ...], now: datetime) -> Owner:
+        name = name.strip()
+        if not name:
+            raise InvalidInput("An owner needs a name.")
+        check_time_zone(time_zone)
+        if any(o.name == name for o in self.owners.values()) or any(link in self.links for link in links):
+            raise AlreadyExists(f"The owner {name!r} or one of those identities is already registered.")
         owner = Owner(len(self.owners) + 1, name, time_zone, OwnerSettings(), now)
         self.owners[owner.id] = owner
         self.links.update({link: owner.id for link in links})
         return owner
 
     async def by_id(self, owner_id: int) -> Owner:
+        if owner_id not in self.owners:
+            raise NotFound(f"No owner with id {owner_id}.")
         return self.owners[owner_id]
 
     async def by_name(self, name: str) -> Owner:
-        return next(o for o in self.owners.values() if o.name == name)
+        found = next((o for o in self.owners.values() if o.name == name), None)
+        if found is None:
+            raise NotFound(f"No owner named {name!r}; add one with `nod owners add`.")
+        return found
 
     async def by_identity(self, link: Identity) -> Owner | None:
         found = self.links.get(link)
@@ -184,7 +198,7 @@ class MemoryOwners:
         return [(o, await self.identities(o.id)) for o in self.owners.values()]
 
     async def update_settings(self, owner_id: int, change: Callable[[OwnerSettings], OwnerSettings]) -> Owner:
-        owner = self.owners[owner_id]
+        owner = await self.by_id(owner_id)
         self.owners[owner_id] = replace(owner, settings=change(owner.settings))
         return self.owners[owner_id]
 
