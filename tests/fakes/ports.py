@@ -20,6 +20,8 @@ from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
 from core.errors import AlreadyExists, InvalidInput, NotFound
 from core.history.scope import Hit, Scope
+from core.memory.codec import decode
+from core.memory.document import fit_and_encode
 from core.memory.model import MemoryDocument
 from core.message import Appended, NewMessage, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings, check_time_zone
@@ -135,26 +137,37 @@ class MemoryMessages:
 
 @dataclass
 class MemoryDocuments:
-    """A compare-and-swap memory in a dict; ``loads`` counts reads, the snapshot test reads it."""
+    """A compare-and-swap memory in a dict; ``loads`` counts reads, the snapshot test reads it.
 
-    stored: dict[int, VersionedDocument] = field(default_factory=dict)
+    Kept as the store keeps it, encoded and trimmed to fit (or refused: MemoryFull), and
+    decoded on every load, so what a test reads back is what the database would give.
+    """
+
+    stored: dict[int, tuple[str, int]] = field(default_factory=dict)  # owner → (body, version)
     loads: int = 0
 
     async def load(self, owner_id: int) -> VersionedDocument:
         self.loads += 1
-        return self.stored.get(owner_id, VersionedDocument(MemoryDocument(), 0))
+        return self._current(owner_id)
+
+    def _current(self, owner_id: int) -> VersionedDocument:
+        if owner_id not in self.stored:
+            return VersionedDocument(MemoryDocument(), 0)
+        body, version = self.stored[owner_id]
+        return VersionedDocument(decode(body), version)
 
     async def update(self, owner_id: int, operation: Callable[[MemoryDocument], MemoryDocument]) -> VersionedDocument:
         saved = await self.apply(owner_id, lambda doc: Changed(operation(doc), None))
         return VersionedDocument(saved.document, saved.version)
 
     async def apply(self, owner_id: int, operation: Callable[[MemoryDocument], Changed[T]]) -> Saved[T]:
-        current = self.stored.get(owner_id, VersionedDocument(MemoryDocument(), 0))
+        current = self._current(owner_id)
         outcome = operation(current.document)
         if outcome.document is current.document:
             return Saved(current.document, current.version, outcome.result)
-        self.stored[owner_id] = VersionedDocument(outcome.document, current.version + 1)
-        return Saved(outcome.document, current.version + 1, outcome.result)
+        fitted, body = fit_and_encode(outcome.document)
+        self.stored[owner_id] = (body, current.version + 1)
+        return Saved(fitted, current.version + 1, outcome.result)
 
 
 @dataclass
