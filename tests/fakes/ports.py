@@ -13,7 +13,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from core.agent.model import ChatReply, ChatRequest
@@ -27,8 +27,10 @@ from core.message import Appended, NewMessage, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings, check_time_zone
 from core.ports import Changed, Saved, VersionedDocument
 from core.secrets import contains_secret
+from core.text import storable
 
 T = TypeVar("T")
+EARLIEST, LATEST = datetime(1900, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)  # core.storage.message_rows'
 
 
 @dataclass
@@ -39,13 +41,18 @@ class MemoryMessages:
     outbox: set[int] = field(default_factory=set)
 
     async def append(self, message: NewMessage) -> Appended:
+        if message.sent_at.tzinfo is None:
+            raise InvalidInput("A message's sent time needs a time zone.")
+        if not EARLIEST <= message.sent_at < LATEST:
+            raise InvalidInput("A message's sent time must be between the years 1900 and 2199.")
         for row in self.rows.values():
-            if message.external_id and (row.owner_id, row.channel, row.external_id) == (
+            if message.external_id is not None and (row.owner_id, row.channel, row.external_id) == (
                     message.owner_id, message.channel, message.external_id):
                 return Appended(row, created=False)
+        text = storable(message.text)
         stored = StoredMessage(next(self._ids), message.owner_id, await self.active_thread(message.owner_id),
-                               message.role, message.text, message.sent_at, message.channel, message.external_id,
-                               message.card_title, message.attachment, message.forwarded, contains_secret(message.text),
+                               message.role, text, message.sent_at, message.channel, message.external_id,
+                               message.card_title, message.attachment, message.forwarded, contains_secret(text),
                                message.origin, message.address, message.awaiting, message.voice, message.voice_note)
         self.rows[stored.id] = stored
         return Appended(stored, created=True)
@@ -63,7 +70,7 @@ class MemoryMessages:
         self.rows[note_id] = replace(self.rows[note_id], voice_note=None)
 
     async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None:
-        if not self.rows[request_id].awaiting:
+        if not await self.is_awaiting(request_id):
             return None
         await self.settle(owner_id, request_id)
         stored = (await self.append(reply)).message
@@ -77,15 +84,15 @@ class MemoryMessages:
         return True
 
     async def undelivered(self, stored_before: datetime, channels: Collection[str], limit: int = 100) -> list[Owed]:
-        return [Owed(self.rows[i]) for i in sorted(self.outbox)
-                if self.rows[i].sent_at < stored_before and self.rows[i].channel in channels][:limit]
+        owed = sorted((self.rows[i] for i in self.outbox), key=lambda r: (r.sent_at, r.id))  # stored at the reply's time
+        return [Owed(r) for r in owed if r.sent_at < stored_before and r.channel in channels][:limit]
 
     async def newest_awaiting(self, owner_id: int) -> StoredMessage | None:
         waiting = [r for r in self.rows.values() if r.owner_id == owner_id and r.awaiting]
         return max(waiting, key=lambda r: r.id) if waiting else None
 
     async def claim(self, request_id: int, owner_id: int) -> bool:
-        if not self.rows[request_id].awaiting:
+        if not await self.is_awaiting(request_id):
             return False
         await self.settle(owner_id, request_id)
         return True
@@ -93,14 +100,14 @@ class MemoryMessages:
     async def settle(self, owner_id: int, up_to: int | None = None) -> None:
         for key, row in self.rows.items():
             if row.owner_id == owner_id and row.awaiting and (up_to is None or key <= up_to):
-                self.rows[key] = replace(row, awaiting=False)
+                self.rows[key] = replace(row, awaiting=False, voice_note=None)  # settled: not heard later
 
     async def is_awaiting(self, message_id: int) -> bool:
         return message_id in self.rows and self.rows[message_id].awaiting
 
     async def awaiting_requests(self) -> list[StoredMessage]:
         newest: dict[int, StoredMessage] = {}
-        for row in sorted(self.rows.values(), key=lambda r: r.id):
+        for row in sorted(self.rows.values(), key=lambda r: (r.owner_id, r.id)):
             if row.awaiting:
                 newest[row.owner_id] = row
         return list(newest.values())
@@ -114,7 +121,7 @@ class MemoryMessages:
     async def recent(self, owner_id: int, limit: int, role: Role | None = None) -> list[StoredMessage]:
         thread = await self.active_thread(owner_id)
         rows = [r for r in self.rows.values() if r.thread_id == thread and (role is None or r.role is role)]
-        return sorted(rows, key=lambda r: r.id)[-limit:]
+        return sorted(rows, key=lambda r: r.id)[-limit:] if limit > 0 else []
 
     async def thread_tail(self, thread_id: int, limit: int) -> list[StoredMessage]:
         rows = sorted((r for r in self.rows.values() if r.thread_id == thread_id), key=lambda r: r.id)
