@@ -1,10 +1,10 @@
 """In-memory fakes of the storage ports (``core.ports``) and of the chat-model port.
 
-They let unit tests run the turn and the saving rules with no database and no server,
-next to the integration tests that run the same rules on real SQLite and PostgreSQL.
+They let unit tests run the turn and the saving rules with no database and no server.
 They keep the ports' promises that the rules rely on (a compare-and-swap memory, requests
-awaiting until answered, owner-only reads by id) and count what was asked of them, so a
-test can say "the memory document was read once".
+awaiting until answered, a redelivered message stored once, what is refused), and
+``tests/contract`` proves it: the same tests pass on them, on SQLite and on PostgreSQL.
+They also count what was asked of them, so a test can say "the memory document was read once".
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
-from core.errors import AlreadyExists, InvalidInput, NotFound
+from core.errors import AlreadyExists, InvalidInput, NotFound, StorageError
 from core.history.scope import Hit, Scope
 from core.memory.codec import decode
 from core.memory.document import fit_and_encode
@@ -27,7 +27,7 @@ from core.message import Appended, NewMessage, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings, check_time_zone
 from core.ports import Changed, Saved, VersionedDocument
 from core.secrets import contains_secret
-from core.text import storable
+from core.text import stem, storable
 
 T = TypeVar("T")
 EARLIEST, LATEST = datetime(1900, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)  # core.storage.message_rows'
@@ -236,26 +236,40 @@ class MemoryUsage:
         return sum(r.cost_usd for r in self.rows if r.owner_id == owner_id and r.created_at >= start)
 
     async def by_purpose(self, owner_id: int, start: datetime) -> list[PurposeTotal]:
-        return []
+        totals: dict[str, PurposeTotal] = {}
+        for r in self.rows:
+            if r.owner_id == owner_id and r.created_at >= start:
+                t = totals.get(r.purpose, PurposeTotal(r.purpose, 0, 0, 0, 0.0))
+                totals[r.purpose] = PurposeTotal(r.purpose, t.calls + 1, t.tokens_in + r.tokens_in, t.tokens_out + r.tokens_out,
+                                                 t.cost_usd + r.cost_usd, t.cached_tokens + r.cached_tokens,
+                                                 t.estimated_calls + r.estimated)
+        return [totals[purpose] for purpose in sorted(totals)]
 
 
 class NoConversation:
-    """A conversation with no older related messages and nothing to search (unit tests of turns)."""
+    """The database's reads (core.history.search.Database) with no message stored: no older
+    related messages and nothing to search (unit tests of turns)."""
 
-    async def snapshot(self, thread_id: int) -> int:
-        return 0
+    async def current(self, owner_id: int) -> tuple[int, int] | None:
+        return None
 
-    async def count_matches(self, terms: Sequence[str], scope: Scope) -> int:
+    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
         return 0
 
     async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]:
         return []
 
+    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
+        return [], 0
+
+    async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
+        return set()
+
     async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
         return []
 
     async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
-        return 1, {}
+        return 1, {stem(term): 0 for term in terms}
 
     async def count_period(self, scope: Scope) -> int:
         return 0
@@ -266,6 +280,11 @@ class NoConversation:
     async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
         return {}
 
+    async def shown(
+        self, thread_id: int, ids: Sequence[int]
+    ) -> tuple[dict[int, StoredMessage], dict[int, tuple[int | None, int | None]]]:
+        return {}, {i: (None, None) for i in ids}
+
     async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]:
         return []
 
@@ -274,7 +293,11 @@ class NoConversation:
 
 
 class FixedKeys:
+    """The keys a migrated database holds (only the cursor signing key), each fixed."""
+
     async def key(self, name: str) -> bytes:
+        if name != "signing_key":
+            raise StorageError(f"The database has no {name}; start Nod once so it can migrate the database.")
         return b"k" * 32
 
 
