@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
-from core.errors import AlreadyExists, InvalidInput, NotFound, StorageError
+from core.errors import AlreadyExists, InvalidInput, ModelError, NotFound, StorageError
 from core.history.scope import Hit, Scope
 from core.memory.codec import decode
 from core.memory.document import fit_and_encode
@@ -30,6 +30,7 @@ from core.secrets import contains_secret
 from core.text import stem, storable
 
 T = TypeVar("T")
+UNSCRIPTED = "(no scripted reply)"  # what QueueModel answers when nothing is scripted
 EARLIEST, LATEST = datetime(1900, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)  # core.storage.message_rows'
 
 
@@ -303,18 +304,34 @@ class FixedKeys:
 
 @dataclass
 class QueueModel:
-    """The chat-model port as a queue of replies (simonw/llm's MockModel.enqueue); keeps every request."""
+    """The chat-model port as queues of replies (simonw/llm's MockModel.enqueue); keeps every request.
 
-    replies: deque[ChatReply] = field(default_factory=deque)
+    A reply scripted for a purpose (a structured call's schema name, DESIGN.md) answers only
+    calls of that purpose, as the scripted server's do; a ``ModelError`` in a queue is raised,
+    as an adapter raises it (``ModelUnavailable`` for a server that is down).
+    """
+
+    replies: deque[ChatReply | ModelError] = field(default_factory=deque)
     requests: list[ChatRequest] = field(default_factory=list)
+    by_purpose: dict[str, deque[ChatReply | ModelError]] = field(default_factory=dict)
 
-    def enqueue(self, *replies: ChatReply) -> QueueModel:
-        self.replies.extend(replies)
+    def enqueue(self, *replies: ChatReply | ModelError, purpose: str | None = None) -> QueueModel:
+        (self.replies if purpose is None else self.by_purpose.setdefault(purpose, deque())).extend(replies)
         return self
+
+    def calls(self, purpose: str | None = None) -> list[ChatRequest]:
+        """The requests of ``purpose`` (None: the agent's, which ask for no schema), in order."""
+        return [r for r in self.requests if (r.schema.name if r.schema else None) == purpose]
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         self.requests.append(request)
-        return self.replies.popleft() if self.replies else ChatReply("(no scripted reply)")
+        purpose = request.schema.name if request.schema else None
+        queue = self.by_purpose.get(purpose, self.replies) if purpose is not None else self.replies
+        reply = queue.popleft() if queue else ChatReply(UNSCRIPTED)
+        if isinstance(reply, ModelError):
+            raise reply
+        return reply
 
     async def close(self) -> None:
         pass
+
