@@ -173,7 +173,8 @@ CASES = [
          (learned(note("about/x", "Xs", ["@req"], "remember xxxx")),), entries=(), hidden=True, memory_calls=1),
     *[
         Case(f"a note holding a {kind} is refused", "Remember this for me", learn(),
-             (learned(note("about/secret", secret_text, ["@req"], "Remember this for me")),), entries=())
+             (learned(note("about/secret", secret_text, ["@req"], "Remember this for me")),), entries=(),
+             refused="the text holds a")  # for its secret: the grounding check alone would refuse most of them
         for kind, secret_text in SECRETS.items()
     ],
     # the text, not only the quote, is held to the owner's words (issue 39: 7)
