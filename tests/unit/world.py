@@ -72,13 +72,15 @@ class World:
         await self.conductor.close()
 
 
-async def make_world(agent: QueueModel | None = None, memory: QueueModel | None = None) -> World:
-    """Maya (Europe/Lisbon) on fresh fakes at START; no memory model unless ``memory`` is given."""
+async def make_world(agent: QueueModel | None = None, memory: QueueModel | None = None,
+                     agent_model: str | None = AGENT) -> World:
+    """Maya (Europe/Lisbon) on fresh fakes at START; no memory model unless ``memory`` is given,
+    no agent model when ``agent_model`` is None (as with NOD_AGENT_MODEL unset)."""
     agent = agent or QueueModel()
     clock = FixedClock(START)
     messages, docs, owners, usage = MemoryMessages(), MemoryDocuments(), MemoryOwners(), MemoryUsage()
     owner = await owners.add("Maya", "Europe/Lisbon", (), START)
-    gateway = Gateway(ModelRoles(AGENT, MEMORY if memory else None), agent, memory, usage, PriceTable({}), clock)
+    gateway = Gateway(ModelRoles(agent_model, MEMORY if memory else None), agent, memory, usage, PriceTable({}), clock)
     history = HistorySearch(messages, NoConversation(), FixedKeys())
     selector = Selector(gateway, history, messages, clock)
     tools = Toolbox(ToolServices(docs, messages, history, Learner(gateway, messages, docs, clock),
