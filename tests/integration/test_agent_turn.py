@@ -100,13 +100,10 @@ async def test_a_new_message_mid_turn_restarts_the_turn_with_both_messages(nod: 
 
 
 async def test_an_agent_model_timeout_gets_a_sentence_and_a_usage_row(tmp_path: Path, server: FakeModelServer) -> None:
-    async for nod in make_harness(tmp_path, server):
-        gateway = Gateway(ModelRoles(AGENT, MEMORY, 0.5, 0.5), nod.svc.gateway._agent, None,  # noqa: SLF001
-                          nod.svc.usage, PriceTable({}), nod.svc.clock)
-        conductor = Conductor(replace(nod.svc.turn, gateway=gateway), nod.sink)
+    async for nod in make_harness(tmp_path, server, memory_model=None, agent_deadline_s=0.5):
         server.enqueue(AGENT, text("late", delay_s=10, ignore_cancel=True))
-        await conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "hello"))
-        await asyncio.wait_for(conductor.wait(nod.owner.id), 5)
+        await nod.conductor.receive(nod.owner, Inbound(Identity("local", nod.owner.name), "hello"))
+        await asyncio.wait_for(nod.conductor.wait(nod.owner.id), 5)
         assert nod.sink.sent == ["The model took too long to answer. Please try again."]
         assert [r.outcome for r in await nod.usage_rows("agent")] == ["timeout"]
 

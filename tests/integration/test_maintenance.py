@@ -15,6 +15,7 @@ from bot.settings import Settings
 from bot.wiring import services
 from core.agent.usage import UsageRecord
 from core.clock import FixedClock
+from core.maintenance.reflect import Reflector
 from core.maintenance.tick import next_tick
 from core.memory import document as ops
 from core.memory.codec import encoded_size
@@ -178,8 +179,7 @@ async def test_a_batch_applies_once_when_two_reflections_race(nod: Harness) -> N
     message = await _say(nod, "I play the cello")
     op = add("about/cello", "Plays the cello", [message], "I play the cello")
     nod.server.enqueue(MEMORY, reflected(op, delay_s=0.3), reflected(op, delay_s=0.3), purpose="reflect")
-    reflector = nod.svc.maintenance._reflector  # noqa: SLF001 - race the reflections themselves, past the lock
-    assert reflector is not None
+    reflector = Reflector(nod.svc.gateway, nod.svc.messages, nod.svc.memory, nod.svc.clock)  # past the lock: race the reflections
     reports = await asyncio.gather(reflector.reflect(nod.owner), reflector.reflect(nod.owner))
     doc = await _doc(nod)
     assert [(e.path, e.source_ids) for e in doc.entries] == [("about/cello", (message,))]
