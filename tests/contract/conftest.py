@@ -20,9 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from core.agent.usage import UsageLedger
 from core.clock import FixedClock
 from core.history.search import Database
+from core.maintenance.tick import OwnerLocks
 from core.ports import Keys, MemoryRepository, Messages, Owners
 from core.storage.database import create_engine
 from core.storage.fulltext import FullText
+from core.storage.locks import DatabaseLocks
 from core.storage.memory_store import MemoryStore
 from core.storage.message_store import MessageStore
 from core.storage.meta import MetaKeys
@@ -30,7 +32,15 @@ from core.storage.migrations import migrate
 from core.storage.objects import ObjectStore
 from core.storage.owner_store import OwnerStore
 from core.storage.usage_store import UsageStore
-from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryMessages, MemoryOwners, MemoryUsage, NoConversation
+from tests.fakes.ports import (
+    FixedKeys,
+    MemoryDocuments,
+    MemoryLocks,
+    MemoryMessages,
+    MemoryOwners,
+    MemoryUsage,
+    NoConversation,
+)
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
@@ -46,6 +56,7 @@ class Ports:
     usage: UsageLedger
     keys: Keys
     conversation: Database
+    locks: OwnerLocks
     clock: FixedClock
     again: Callable[[], Ports]  # another worker's handles on the same storage (the fakes: the same objects)
 
@@ -53,14 +64,15 @@ class Ports:
 def _fakes() -> Ports:
     clock = FixedClock(NOW)
     fakes = Ports("fake", MemoryMessages(), MemoryDocuments(), MemoryOwners(), MemoryUsage(), FixedKeys(),
-                  NoConversation(), clock, lambda: fakes)
+                  NoConversation(), MemoryLocks(), clock, lambda: fakes)
     return fakes
 
 
 def _stores(kind: str, engine: AsyncEngine) -> Ports:
     clock = FixedClock(NOW)
     return Ports(kind, MessageStore(engine, clock), MemoryStore(ObjectStore(engine), clock), OwnerStore(engine),
-                 UsageStore(engine), MetaKeys(engine), FullText(engine), clock, lambda: _stores(kind, engine))
+                 UsageStore(engine), MetaKeys(engine), FullText(engine), DatabaseLocks(engine), clock,
+                 lambda: _stores(kind, engine))
 
 
 @pytest.fixture(params=["fake", "sqlite", "postgresql"])

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, TypeVar
 
 from core.agent.model import ChatReply, ChatRequest
@@ -245,6 +246,33 @@ class MemoryUsage:
                                                  t.cost_usd + r.cost_usd, t.cached_tokens + r.cached_tokens,
                                                  t.estimated_calls + r.estimated)
         return [totals[purpose] for purpose in sorted(totals)]
+
+
+@dataclass
+class MemoryLocks:
+    """Per-owner try-locks for maintenance (core.maintenance.tick.OwnerLocks) in one process."""
+
+    held: set[int] = field(default_factory=set)
+
+    def hold(self, owner_id: int) -> _Held:
+        return _Held(self, owner_id)
+
+
+@dataclass
+class _Held:
+    locks: MemoryLocks
+    owner_id: int
+    got: bool = False
+
+    async def __aenter__(self) -> bool:
+        self.got = self.owner_id not in self.locks.held
+        self.locks.held.add(self.owner_id)
+        return self.got
+
+    async def __aexit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        if self.got:
+            self.locks.held.discard(self.owner_id)
 
 
 class NoConversation:
