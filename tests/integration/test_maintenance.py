@@ -8,7 +8,6 @@ in tests/unit/test_maintenance_rules.py.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -44,10 +43,6 @@ async def _say(nod: Harness, words: str, ago: timedelta = timedelta(hours=1), ro
 
 async def _doc(nod: Harness) -> MemoryDocument:
     return (await nod.svc.memory.load(nod.owner.id)).document
-
-
-def _inputs(server: FakeModelServer) -> list[dict[str, Any]]:
-    return [json.loads(call["messages"][-1]["content"]) for call in server.calls("reflect")]
 
 
 
