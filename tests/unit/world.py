@@ -73,9 +73,10 @@ class World:
 
 
 async def make_world(agent: QueueModel | None = None, memory: QueueModel | None = None,
-                     agent_model: str | None = AGENT) -> World:
+                     agent_model: str | None = AGENT, known_secrets: tuple[str, ...] = ()) -> World:
     """Maya (Europe/Lisbon) on fresh fakes at START; no memory model unless ``memory`` is given,
-    no agent model when ``agent_model`` is None (as with NOD_AGENT_MODEL unset)."""
+    no agent model when ``agent_model`` is None (as with NOD_AGENT_MODEL unset); ``known_secrets``:
+    the values Nod holds itself (its API keys), scrubbed from skill drafts as bot.wiring has it."""
     agent = agent or QueueModel()
     clock = FixedClock(START)
     messages, docs, owners, usage = MemoryMessages(), MemoryDocuments(), MemoryOwners(), MemoryUsage()
@@ -84,7 +85,7 @@ async def make_world(agent: QueueModel | None = None, memory: QueueModel | None 
     history = HistorySearch(messages, NoConversation(), FixedKeys())
     selector = Selector(gateway, history, messages, clock)
     tools = Toolbox(ToolServices(docs, messages, history, Learner(gateway, messages, docs, clock),
-                                 Controls(gateway, messages, docs, owners), LearnedSkills(gateway, docs, clock), clock))
+                                 Controls(gateway, messages, docs, owners), LearnedSkills(gateway, docs, clock, known_secrets), clock))
     deps = TurnDeps(gateway, Spending(usage, owners, clock, None), messages, owners, docs, NoConversation(), tools, clock,
                     evidence=selector, check=ReplyChecker(gateway, selector))
     sink = Sink()
