@@ -35,6 +35,11 @@ class WorkSlots:
         self._arriving = 0
 
     @property
+    def free(self) -> int:
+        """How many slots no turn holds now (for tests and diagnostics)."""
+        return self._free
+
+    @property
     def waiting(self) -> int:
         """How many turns are queued for a slot (for tests and diagnostics)."""
         return sum(not w.done() for w in (*self._returning, *self._new))

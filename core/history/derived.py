@@ -47,8 +47,13 @@ CATCH_UP_EVERY = 1.0  # seconds between background catch-ups: one commit covers 
 
 
 class DerivedIndex(IndexEdits, IndexCheck):
-    def __init__(self, directory: Path, engine: AsyncEngine, catch_up_every: float | None = CATCH_UP_EVERY) -> None:
+    def __init__(self, directory: Path, engine: AsyncEngine, catch_up_every: float | None = CATCH_UP_EVERY, *,
+                 batch: int = BATCH, inline_gap: int = INLINE_GAP, tail_limit: int = TAIL_LIMIT) -> None:
+        """``batch``, ``inline_gap`` and ``tail_limit``: the module's sizes, smaller in tests."""
         self._directory = directory
+        self._batch = batch
+        self._inline_gap = inline_gap
+        self._tail_limit = tail_limit
         self._engine = engine
         self._reads = for_reads(engine)
         self._schema = schema_of_documents()
@@ -130,12 +135,12 @@ class DerivedIndex(IndexEdits, IndexCheck):
         if self._watermark < snapshot:
             self._catch_up_soon()
         if split is not None:  # a later page: the first page's split, whatever the index holds now
-            if self._watermark < split <= self._watermark + INLINE_GAP:  # another worker answered page one
+            if self._watermark < split <= self._watermark + self._inline_gap:  # another worker answered page one
                 await self._catch_up_now()
             return await self._with_tail(thread_id, snapshot, split) if split <= self._watermark else None
         split = min(self._watermark, snapshot)
         answer = await self._with_tail(thread_id, snapshot, split)
-        if answer is None and snapshot - self._watermark <= INLINE_GAP:
+        if answer is None and snapshot - self._watermark <= self._inline_gap:
             # a busy thread (several workers appending to it): one commit now (~20 ms at a
             # million) is cheaper than the database's ranking (100-300 ms); an import is not waited for
             await self._catch_up_now()
@@ -152,13 +157,13 @@ class DerivedIndex(IndexEdits, IndexCheck):
         await asyncio.shield(inline)
 
     async def _with_tail(self, thread_id: int, snapshot: int, split: int) -> tuple[Matcher, int] | None:
-        """The index up to ``split`` and the thread's messages after it; None past TAIL_LIMIT."""
+        """The index up to ``split`` and the thread's messages after it; None past the tail limit."""
         if split >= snapshot:
             return self, split
-        rows, before = await thread_reads.tail(self._reads, thread_id, split, snapshot, TAIL_LIMIT + 1)
-        if len(rows) > TAIL_LIMIT:  # too many to match here
+        rows, before = await thread_reads.tail(self._reads, thread_id, split, snapshot, self._tail_limit + 1)
+        if len(rows) > self._tail_limit:  # too many to match here
             return None
-        if len(rows) > TAIL_LIMIT // 2:  # a busy thread: the next catch-up starts now, not at its second
+        if len(rows) > self._tail_limit // 2:  # a busy thread: the next catch-up starts now, not at its second
             self._wake.set()
         first_place = guarded(lambda: self.place_after(before)) if rows else 0
         return WithTail(self, split, tail_messages(rows, first_place)), split
@@ -199,7 +204,7 @@ class DerivedIndex(IndexEdits, IndexCheck):
         try:
             if self._watermark >= snapshot:
                 return True
-            if self._lock.locked() or snapshot - self._watermark > INLINE_GAP:
+            if self._lock.locked() or snapshot - self._watermark > self._inline_gap:
                 self._catch_up_in_background()
                 return False
             async with self._lock:
@@ -276,7 +281,7 @@ class DerivedIndex(IndexEdits, IndexCheck):
         added = 0
         async with self._engine.connect() as conn:
             while not self._closing.is_set():
-                rows = (await conn.execute(index_feed.GAP, {"after": self._watermark, "upto": horizon, "batch": BATCH})).all()
+                rows = (await conn.execute(index_feed.GAP, {"after": self._watermark, "upto": horizon, "batch": self._batch})).all()
                 if not rows:
                     break
                 await asyncio.to_thread(guarded, partial(self._add, rows))

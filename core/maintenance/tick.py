@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import TracebackType
 from typing import Protocol
 
 from core.agent.spending import Spending
@@ -33,7 +34,8 @@ class OwnerLocks(Protocol):
 class LockContext(Protocol):
     async def __aenter__(self) -> bool: ...
 
-    async def __aexit__(self, *exc: object) -> None: ...
+    async def __aexit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                        tb: TracebackType | None) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -217,10 +217,9 @@ async def test_closing_lets_a_running_catch_up_finish_its_batch_and_the_next_pro
         tmp_path: Path, monkeypatch: Any) -> None:
     """Cancelled mid-statement, aiosqlite's thread would answer a loop already closed and a
     half-written batch would be rolled back; close() stops between batches instead."""
-    monkeypatch.setattr("core.history.derived.BATCH", 5)
     engine, owner, store, db = await _setup(tmp_path)
     ids = [await _say(store, owner, n, f"note {n} about the harbour") for n in range(40)]
-    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, batch=5)
     loop, first_batch = asyncio.get_running_loop(), asyncio.Event()
     add = index._add
 
@@ -236,7 +235,7 @@ async def test_closing_lets_a_running_catch_up_finish_its_batch_and_the_next_pro
     stopped_at = index.watermark
     assert stopped_at in ids[4::5]  # a whole number of batches, nothing half-added
     assert index.count(("harbour",), Scope(thread_id=1, snapshot=ids[-1])) == ids.index(stopped_at) + 1
-    resumed = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    resumed = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, batch=5)
     assert await resumed.ready_for(ids[-1]) and resumed.watermark == ids[-1]
     assert resumed.count(("harbour",), Scope(thread_id=1, snapshot=ids[-1])) == 40
     await resumed.close()
@@ -244,14 +243,13 @@ async def test_closing_lets_a_running_catch_up_finish_its_batch_and_the_next_pro
 
 
 async def test_a_thread_busier_than_the_tail_catches_up_first_and_an_import_goes_to_the_database(
-        tmp_path: Path, monkeypatch: Any) -> None:
+        tmp_path: Path) -> None:
     """Several workers appending to one thread outrun the once-a-second catch-up; one commit
     then is cheaper than the database's ranking. A gap past INLINE_GAP (an import) is not
     waited for."""
-    monkeypatch.setattr("core.history.derived.INLINE_GAP", 100)
-    monkeypatch.setattr("core.history.derived.TAIL_LIMIT", 64)  # a smaller thread makes the same point
     engine, owner, store, db = await _setup(tmp_path)
-    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None,
+                         inline_gap=100, tail_limit=64)  # a smaller thread makes the same point
     first = await _say(store, owner, 0, "the harbour at dawn")
     assert await index.ready_for(first)
     thread = await store.active_thread(owner.id)
@@ -387,13 +385,12 @@ async def test_closing_never_raises_when_tantivy_fails_to_let_go_of_its_writer(t
 
 
 async def test_a_search_cancelled_while_its_catch_up_commits_leaves_no_message_indexed_twice(
-        tmp_path: Path, monkeypatch: Any) -> None:
+        tmp_path: Path) -> None:
     """A new message cancels the turn, and with it the search; its catch-up was committing.
     Cut short there, the batch stayed committed behind an unmoved watermark and the next
     catch-up added it again (found in review)."""
-    monkeypatch.setattr("core.history.derived.TAIL_LIMIT", 8)
     engine, owner, store, db = await _setup(tmp_path)
-    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, tail_limit=8)
     assert await index.ready_for(await _say(store, owner, 0, "the harbour at dawn"))
     thread = await store.active_thread(owner.id)
     busy = [await _say(store, owner, n, f"harbour note {n}") for n in range(1, 20)]  # past the tail: caught up first

@@ -114,9 +114,9 @@ async def test_a_turn_back_from_its_model_goes_before_a_new_turn() -> None:
             order.append("newcomer works")
 
     one = asyncio.create_task(first())
-    await _until(lambda: slots._free == 1)  # the first turn gave its slot back while its model thinks
+    await _until(lambda: slots.free == 1)  # the first turn gave its slot back while its model thinks
     two = asyncio.create_task(blocker())
-    await _until(lambda: slots._free == 0)
+    await _until(lambda: slots.free == 0)
     three = asyncio.create_task(newcomer())
     await asyncio.wait_for(asyncio.gather(one, two, three), 2)
     assert order == ["blocker done", "first finishes", "newcomer works"]

@@ -1,82 +1,21 @@
 """The turn and the saving rules on in-memory ports: no database, no server, the same code.
 
-The integration tests run these rules on real SQLite and PostgreSQL through the real
-openai client; here the ports are fakes (``tests/fakes/ports.py``), so a test can also
-count what a turn asked of its storage.
+The integration tests run turns on real SQLite and PostgreSQL through the real openai
+client; here the ports are fakes (``tests/fakes/ports.py``, proven by ``tests/contract``),
+so a test can also count what a turn asked of its storage.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
-from core.agent.conductor import Conductor
-from core.agent.gateway import Gateway, ModelRoles
 from core.agent.model import ChatReply, ToolCall
-from core.agent.spending import Spending
-from core.agent.turn import TurnDeps
 from core.agent.turn_context import TurnOrigin, begin
-from core.agent.usage import PriceTable
-from core.clock import FixedClock
-from core.evidence.check import ReplyChecker
-from core.evidence.selection import Selector
-from core.history.search import HistorySearch
 from core.memory import document as ops
 from core.memory.model import Origin
-from core.message import Inbound, NewMessage, Role
-from core.owner import Identity, Owner
-from core.replies import Reply
-from core.saving.control import Controls
-from core.saving.learn import Learner
-from core.skills.learned import LearnedSkills
-from core.tools.registry import Toolbox
-from core.tools.services import ToolServices
-from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryMessages, MemoryOwners, MemoryUsage, NoConversation, QueueModel
-
-START = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
-
-
-@dataclass
-class Sink:
-    sent: list[str] = field(default_factory=list)
-
-    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
-        self.sent.append(reply.text_form())
-
-
-@dataclass
-class World:
-    owner: Owner
-    messages: MemoryMessages
-    docs: MemoryDocuments
-    usage: MemoryUsage
-    deps: TurnDeps
-    sink: Sink
-    conductor: Conductor
-    memory_model: QueueModel | None
-
-    async def say(self, words: str) -> None:
-        await self.conductor.receive(self.owner, Inbound(Identity("local", self.owner.name), words))
-        await asyncio.wait_for(self.conductor.wait(self.owner.id), 5)
-
-
-async def _world(agent: QueueModel, memory: QueueModel | None = None) -> World:
-    clock = FixedClock(START)
-    messages, docs, owners, usage = MemoryMessages(), MemoryDocuments(), MemoryOwners(), MemoryUsage()
-    owner = await owners.add("Maya", "Europe/Lisbon", (), START)
-    roles = ModelRoles("agent-x", "memory-x" if memory else None)
-    gateway = Gateway(roles, agent, memory, usage, PriceTable({}), clock)
-    history = HistorySearch(messages, NoConversation(), FixedKeys())
-    selector = Selector(gateway, history, messages, clock)
-    deps = TurnDeps(gateway, Spending(usage, owners, clock, None), messages, owners, docs, NoConversation(),
-                    Toolbox(ToolServices(docs, messages, history, Learner(gateway, messages, docs, clock),
-                                         Controls(gateway, messages, docs, owners), LearnedSkills(gateway, docs, clock), clock)), clock,
-                    evidence=selector,
-                    check=ReplyChecker(gateway, selector))
-    sink = Sink()
-    return World(owner, messages, docs, usage, deps, sink, Conductor(deps, sink), memory)
+from core.message import NewMessage, Role
+from tests.fakes.ports import QueueModel
+from tests.unit.world import START, World, make_world
 
 
 def _call(name: str, args: dict) -> ChatReply:  # type: ignore[type-arg]
@@ -92,7 +31,7 @@ async def test_a_turn_reads_memory_and_sums_spending_once_for_evidence_check_and
     memory = QueueModel().enqueue(_json({"notes": ["people/sister"], "searches": [], "totals": False}),
                                   _json({"notes": ["people/sister"], "messages": []}),
                                   _json({"verdict": "keep", "text": ""}))
-    world = await _world(agent, memory)
+    world = await make_world(agent, memory)
     entry = ops.make_entry("people/sister", "Sister: Ana, lives in Porto", origin=Origin.STATED, now=START)
     await world.docs.update(world.owner.id, lambda d: ops.add_entry(d, entry))
     world.docs.loads = 0
@@ -106,7 +45,7 @@ async def test_a_turn_reads_memory_and_sums_spending_once_for_evidence_check_and
 async def test_a_save_refreshes_the_snapshot_for_the_rest_of_the_turn() -> None:
     agent = QueueModel().enqueue(_call("manage_personal_context", {"action": "memory_learn"}),
                                  _call("memory_read", {"path": "about"}), ChatReply("Noted."))
-    world = await _world(agent, QueueModel())
+    world = await make_world(agent, QueueModel())
     note = {"path": "about/boat", "text": "Boat: Gaivota", "message_ids": [1], "quote": "my boat is called Gaivota"}
     # no notes and no older message: evidence selection is skipped, so memory_learn is the memory model's first call
     world.memory_model.enqueue(_json({"notes": [note]}))  # type: ignore[union-attr]
@@ -125,7 +64,7 @@ async def _tool_result(world: World, origin: TurnOrigin, args: dict, words: str 
 
 
 async def test_only_work_the_owner_started_may_save() -> None:
-    world = await _world(QueueModel(), QueueModel())
+    world = await make_world(QueueModel(), QueueModel())
     for origin in (TurnOrigin.EVENT, TurnOrigin.SUBAGENT, TurnOrigin.SCHEDULE):
         result = await _tool_result(world, origin, {"action": "memory_learn"})
         assert "only runs in work the owner started" in result["error"]
@@ -133,7 +72,7 @@ async def test_only_work_the_owner_started_may_save() -> None:
 
 
 async def test_naming_a_message_that_is_not_the_owners_refuses_the_whole_save() -> None:
-    world = await _world(QueueModel(), QueueModel())
+    world = await make_world(QueueModel(), QueueModel())
     nods = (await world.messages.append(NewMessage(world.owner.id, Role.ASSISTANT, "Your sister is Bea", "local",
                                                    START))).message
     result = await _tool_result(world, TurnOrigin.OWNER_MESSAGE, {"action": "memory_learn", "message_ids": [nods.id]})
@@ -142,7 +81,7 @@ async def test_naming_a_message_that_is_not_the_owners_refuses_the_whole_save() 
 
 
 async def test_a_stopped_request_gets_no_reply_even_when_its_turn_finishes() -> None:
-    world = await _world(QueueModel().enqueue(ChatReply("too late")))
+    world = await make_world(QueueModel().enqueue(ChatReply("too late")))
     stored = await world.messages.append(NewMessage(world.owner.id, Role.OWNER, "hi", "local", START, awaiting=True))
     await world.messages.settle(world.owner.id)  # /stop, or another process answered it
     assert await world.messages.answer(stored.message.id, world.owner.id,

@@ -13,10 +13,12 @@ import pytest
 from bot.cli_memory import import_json
 from bot.settings import load_settings
 from bot.wiring import services
+from core.clock import Clock
 from core.memory import portable
 from core.memory.codec import to_json
 from core.ports import VersionedDocument
 from core.storage.memory_store import MemoryStore
+from core.storage.objects import ObjectStore
 from tests.cli_runner import one_sentence
 from tests.integration.cli.conftest import Nod
 from tests.unit.test_memory_portable import every_kind
@@ -116,14 +118,19 @@ class _WrittenMeanwhile(MemoryStore):
     """The memory store as a second writer (a chat turn in ``nod run``) would leave it: a note is
     saved just after the import read the version it will write on."""
 
+    def __init__(self, objects: ObjectStore, clock: Clock) -> None:
+        super().__init__(objects, clock)
+        self.now = clock.now
+        self.done = False
+
     async def load(self, owner_id: int) -> VersionedDocument:
         read = await super().load(owner_id)
-        if not getattr(self, "_done", False):
-            self._done = True
+        if not self.done:
+            self.done = True
             from core.memory import document as ops
             from core.memory.model import Origin
             await super().update(owner_id, lambda d: ops.add_entry(d, ops.make_entry(
-                "about/new", "Saved while importing", origin=Origin.STATED, now=self._clock.now())))
+                "about/new", "Saved while importing", origin=Origin.STATED, now=self.now())))
         return read
 
 
@@ -135,7 +142,7 @@ def test_an_import_is_one_compare_and_swap_on_the_version_it_read(cli: Nod, here
         from dataclasses import replace
 
         async with services(load_settings()) as svc:
-            store = _WrittenMeanwhile(svc.memory._objects, svc.clock)  # type: ignore[attr-defined]
+            store = _WrittenMeanwhile(ObjectStore(svc.engine), svc.clock)
             try:
                 await import_json(replace(svc, memory=store), "ana", text, replace_existing=True)
             except Exception as exc:  # noqa: BLE001 - the refusal is what is asserted

@@ -1,0 +1,98 @@
+"""One set of port tests, three implementations: the in-memory fakes, SQLite and PostgreSQL.
+
+Each contract test takes ``ports``: the fakes of ``tests/fakes/ports.py``, or the stores
+``bot.wiring`` plugs in over a real SQLite file (in ``tmp_path``) or a fresh PostgreSQL
+database (the shared ``postgres_url`` fixture: skipped, with its reason, when
+``NOD_TEST_POSTGRES_URL`` is unset). A test that passes on all three proves the fake keeps
+the promise the unit tests rely on; the rule tests in ``tests/unit`` then run on the fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from core.agent.usage import UsageLedger
+from core.clock import FixedClock
+from core.history.search import Database
+from core.maintenance.tick import OwnerLocks
+from core.ports import Keys, MemoryRepository, Messages, Owners
+from core.storage.database import create_engine
+from core.storage.fulltext import FullText
+from core.storage.locks import DatabaseLocks
+from core.storage.memory_store import MemoryStore
+from core.storage.message_store import MessageStore
+from core.storage.meta import MetaKeys
+from core.storage.migrations import migrate
+from core.storage.objects import ObjectStore
+from core.storage.owner_store import OwnerStore
+from core.storage.usage_store import UsageStore
+from tests.fakes.ports import (
+    FixedKeys,
+    MemoryDocuments,
+    MemoryLocks,
+    MemoryMessages,
+    MemoryOwners,
+    MemoryUsage,
+    NoConversation,
+)
+
+NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+
+
+@dataclass
+class Ports:
+    """One implementation of each port, as a use case receives them, on one storage."""
+
+    kind: str  # "fake", "sqlite" or "postgresql"
+    messages: Messages
+    memory: MemoryRepository
+    owners: Owners
+    usage: UsageLedger
+    keys: Keys
+    conversation: Database
+    locks: OwnerLocks
+    clock: FixedClock
+    again: Callable[[], Ports]  # another worker's handles on the same storage (the fakes: the same objects)
+
+
+def _fakes() -> Ports:
+    clock = FixedClock(NOW)
+    fakes = Ports("fake", MemoryMessages(), MemoryDocuments(), MemoryOwners(), MemoryUsage(), FixedKeys(),
+                  NoConversation(), MemoryLocks(), clock, lambda: fakes)
+    return fakes
+
+
+def _stores(kind: str, engine: AsyncEngine) -> Ports:
+    clock = FixedClock(NOW)
+    return Ports(kind, MessageStore(engine, clock), MemoryStore(ObjectStore(engine), clock), OwnerStore(engine),
+                 UsageStore(engine), MetaKeys(engine), FullText(engine), DatabaseLocks(engine), clock,
+                 lambda: _stores(kind, engine))
+
+
+@pytest.fixture(params=["fake", "sqlite", "postgresql"])
+def storage_url(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
+    """None for the fakes; a real SQLite file; a fresh PostgreSQL database (or a skip)."""
+    if request.param == "fake":
+        return None
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+async def ports(storage_url: str | None) -> AsyncIterator[Ports]:
+    if storage_url is None:
+        yield _fakes()
+        return
+    engine = create_engine(storage_url, pool_size=10)
+    await migrate(engine)
+    try:
+        yield _stores(engine.dialect.name, engine)
+    finally:
+        await engine.dispose()
