@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from adapters.storage.database import DEFAULT_URL, sqlite_file, storage_error
 from bot import cli_data, cli_gmail, cli_history, cli_memory, cli_operator, cli_owners, cli_schedules, cli_talk
 from bot.cli_parser import parser as _parser
 from bot.doctor import doctor
@@ -27,7 +28,6 @@ from bot.logs import configure_logging
 from bot.settings import Settings, load_settings
 from bot.wiring import Services, services
 from core.errors import ConfigError, NodError
-from core.storage.database import DEFAULT_URL, sqlite_file, storage_error
 
 log = logging.getLogger("nod.cli")
 

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TextIO
 from zoneinfo import ZoneInfo
 
+from adapters.storage.message_import import LEGACY_KEY_PREFIX, append_in_order, legacy_line_key, line_key
+from adapters.storage.message_store import IMPORT_BATCH
 from bot.cli_parser import STDIN
 from bot.wiring import Services
 from core.errors import InvalidInput
 from core.message import NewMessage, Role
 from core.owner import Owner
-from core.storage.message_import import LEGACY_KEY_PREFIX, append_in_order, legacy_line_key, line_key
-from core.storage.message_store import IMPORT_BATCH
 
 IMPORT_CHANNEL = "import"
 
@@ -84,7 +84,7 @@ class _Reading:
     def next_batch(self) -> list[tuple[NewMessage, str | None]]:
         """Up to IMPORT_BATCH messages parsed from the next lines, each with its legacy key
         (``_parse_line``); [] at the end of the file. Runs while the batch before is in
-        SQLite's thread (core.storage.message_import)."""
+        SQLite's thread (adapters.storage.message_import)."""
         batch: list[tuple[NewMessage, str | None]] = []
         for line in self.handle:
             self.number += 1
@@ -99,7 +99,7 @@ class _Reading:
 async def history_import(svc: Services, owner_name: str, path: Path, progress: TextIO, stdin: TextIO | None = None) -> str:
     """Import a JSON Lines file (``-``: standard input) in batches of IMPORT_BATCH, in order,
     each batch its own transaction; lines are parsed while the batch before is being stored
-    (core.storage.message_import). A bad line stops the import after the batches before it
+    (adapters.storage.message_import). A bad line stops the import after the batches before it
     are stored."""
     owner = await svc.owners.by_name(owner_name)
     piped = str(path) == STDIN

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from adapters.storage.database import create_engine, describe, sqlite_file, storage_error
+from adapters.storage.migrations import SchemaState, Upgrade, head, migrate, revisions, schema_state
 from bot.home import MissingDatabase
 from bot.settings import Settings
 from bot.wiring import Services
 from core.errors import AlreadyExists, InvalidInput, StorageError
-from core.storage.database import create_engine, describe, sqlite_file, storage_error
-from core.storage.migrations import SchemaState, Upgrade, head, migrate, revisions, schema_state
 
 
 async def init(svc: Services, settings: Settings, created: bool) -> str:

@@ -2,7 +2,7 @@
 
 Removing an owner is the operator's "delete everything about this person": their messages,
 memory, identities, page sessions, Gmail connection and usage go in one transaction
-(core.storage.owner_store), so a failure leaves all of it and never half. It asks first on
+(adapters.storage.owner_store), so a failure leaves all of it and never half. It asks first on
 a terminal; anywhere else (a script, a pipe) it needs ``--yes``, so an unattended typo can
 never delete someone.
 """
@@ -14,10 +14,10 @@ import json
 import shutil
 from typing import TextIO
 
+from adapters.storage.database import sqlite_file
 from bot.wiring import Services
 from core.errors import InvalidInput
 from core.owner import Identity
-from core.storage.database import sqlite_file
 
 
 def _links(telegram: list[str], whatsapp: list[str]) -> tuple[Identity, ...]:

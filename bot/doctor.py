@@ -21,11 +21,11 @@ import aiohttp
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from adapters.storage.database import create_engine, describe, sqlite_file, storage_error
+from adapters.storage.migrations import SchemaState, head, schema_state
 from bot.home import DATABASE_FILE, ENV_FILE
 from bot.settings import Settings, load_settings
 from core.errors import ConfigError
-from core.storage.database import create_engine, describe, sqlite_file, storage_error
-from core.storage.migrations import SchemaState, head, schema_state
 
 TIMEOUT_S = 5.0
 OPENAI_BASE = "https://api.openai.com/v1"

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 from aiohttp import web
 
+from adapters.storage.database import sqlite_file
 from adapters.web.app import PathOnlyAccessLog, build_app
 from adapters.web.page import PageServices
 from bot.channels import Channels, channels
@@ -28,7 +29,6 @@ from bot.summary import start_summary
 from bot.wiring import Services, services
 from core.errors import ConfigError
 from core.maintenance.tick import next_tick
-from core.storage.database import sqlite_file
 
 log = logging.getLogger("nod.run")
 RECOVER_EVERY_S = 60.0

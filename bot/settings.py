@@ -26,9 +26,9 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from adapters.storage.database import DEFAULT_URL
 from bot.home import ENV_FILE, database_url_in, resolve_home
 from core.errors import ConfigError
-from core.storage.database import DEFAULT_URL
 
 Prices = tuple[tuple[str, float, float], ...]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")

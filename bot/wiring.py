@@ -17,6 +17,22 @@ from pathlib import Path
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.database import create_engine, is_sqlite, storage_error
+from adapters.storage.fulltext import FullText
+from adapters.storage.gmail_store import GmailStore
+from adapters.storage.health import DatabaseHealth
+from adapters.storage.locks import DatabaseLocks
+from adapters.storage.memory_store import MemoryStore
+from adapters.storage.message_store import MessageStore
+from adapters.storage.meta import MetaKeys
+from adapters.storage.migrations import migrate
+from adapters.storage.objects import ObjectStore
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.page_store import PageStore
+from adapters.storage.receipts import Receipts
+from adapters.storage.schedule_store import ScheduleStore
+from adapters.storage.search_index.derived import DerivedIndex
+from adapters.storage.usage_store import UsageStore
 from bot.settings import Settings, joined
 from core.agent.conductor import Conductor, ReplySink
 from core.agent.gateway import Gateway, ModelRoles
@@ -35,7 +51,6 @@ from core.gmail.link import GmailLink
 from core.gmail.model import CALLBACK_PATH
 from core.gmail.runs import StyleRuns
 from core.gmail.style import StyleLearner
-from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.inbox.commands import OwnerCommands
 from core.inbox.digests import Digests
@@ -50,21 +65,6 @@ from core.saving.learn import Learner
 from core.schedules.runner import STALE_CLAIM, Scheduler
 from core.schedules.tool import ScheduleTool
 from core.skills.learned import LearnedSkills
-from core.storage.database import create_engine, is_sqlite, storage_error
-from core.storage.fulltext import FullText
-from core.storage.gmail_store import GmailStore
-from core.storage.health import DatabaseHealth
-from core.storage.locks import DatabaseLocks
-from core.storage.memory_store import MemoryStore
-from core.storage.message_store import MessageStore
-from core.storage.meta import MetaKeys
-from core.storage.migrations import migrate
-from core.storage.objects import ObjectStore
-from core.storage.owner_store import OwnerStore
-from core.storage.page_store import PageStore
-from core.storage.receipts import Receipts
-from core.storage.schedule_store import ScheduleStore
-from core.storage.usage_store import UsageStore
 from core.tools.registry import Toolbox
 from core.tools.services import ToolServices
 from core.voice import AudioSource, Transcriber

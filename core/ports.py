@@ -1,8 +1,8 @@
 """The ports: what the core needs from storage, as ``typing.Protocol``s.
 
 The turn, evidence, saving, maintenance and inbox packages are written against these and
-never import SQLAlchemy or tantivy; ``core.storage`` (and the derived search index in
-``core.history.derived``) implement them over a real database, ``bot.wiring`` plugs them
+never import SQLAlchemy or tantivy; ``adapters.storage`` (and the derived search index in
+``adapters.storage.search_index.derived``) implement them over a real database, ``bot.wiring`` plugs them
 in, and unit tests run the same rules on in-memory fakes (``tests/fakes/ports.py``).
 The values they carry live in ``core.message``, ``core.owner``, ``core.memory.model`` and
 ``core.gmail.model``. ``GoogleAccounts`` and ``MailSource`` are the outside world's side of

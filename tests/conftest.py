@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from core.storage.database import create_engine
-from core.storage.migrations import migrate
+from adapters.storage.database import create_engine
+from adapters.storage.migrations import migrate
 from tests.fakes.model_server import FakeModelServer
 
 POSTGRES_URL = os.environ.get("NOD_TEST_POSTGRES_URL")

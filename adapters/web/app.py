@@ -4,7 +4,7 @@ The web adapter knows no channel: ``bot`` hands it the webhook handlers by path
 (``POST /webhooks/telegram``, ``POST /webhooks/whatsapp``), so adapters never import each
 other.
 
-Health answers 200 only when the database takes a write (``core.storage.health``), so a
+Health answers 200 only when the database takes a write (``adapters.storage.health``), so a
 load balancer takes a worker out of rotation when its database is gone, full or replaced;
 the 503 says why in one sentence.
 """

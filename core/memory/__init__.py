@@ -2,5 +2,5 @@
 
 Beside the frozen values and their operations, the package holds the JSON form stored at
 ``memory/MEMORY.md``, the texts people and the agent read, memory_read and memory_find, and
-export and import. Persistence lives in ``core.storage``.
+export and import. Persistence lives in ``adapters.storage``.
 """

@@ -1,7 +1,7 @@
 """Frozen values of the memory document.
 
 These types are pure values: identity is the entry's ``area/slug`` path, and storage
-(versions, compare-and-swap) is a concern of ``core.storage``. An entry's status is
+(versions, compare-and-swap) is a concern of ``adapters.storage``. An entry's status is
 derived from its origin and evidence, never stored apart from them, so the two cannot
 disagree.
 """

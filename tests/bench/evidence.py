@@ -17,15 +17,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from adapters.storage.database import create_engine
+from adapters.storage.message_store import MessageStore
+from adapters.storage.migrations import migrate
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.evidence.packet import FACTS, MessageRecord, build_packet
-from core.history.derived import DerivedIndex
 from core.message import NewMessage, Role
-from core.storage.database import create_engine
-from core.storage.message_store import MessageStore
-from core.storage.migrations import migrate
-from core.storage.owner_store import OwnerStore
 from tests.bench.retrieval import CATEGORIES, DATA, SPLITS, _session_turns
 from tests.tool_calls import history_args
 

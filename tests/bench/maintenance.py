@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from adapters.storage.locks import DatabaseLocks
 from bot.settings import Settings
 from bot.wiring import build_gateway, services
 from core.agent.model import ChatReply, ChatRequest
@@ -21,7 +22,6 @@ from core.maintenance.repair import repair
 from core.maintenance.tick import MaintenanceJob
 from core.memory.model import MemoryDocument, Origin
 from core.message import NewMessage, Role
-from core.storage.locks import DatabaseLocks
 from tests.bench.storage import full_document
 
 MESSAGES = 10_000

@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from adapters.storage.schema import usage as usage_table
 from bot.settings import Settings
 from bot.wiring import Services, services
 from core.agent.conductor import Conductor
@@ -29,7 +30,6 @@ from core.errors import NotFound
 from core.message import Inbound
 from core.owner import Identity, Owner
 from core.replies import Reply
-from core.storage.schema import usage as usage_table
 
 TURN_BOUND_S = 900.0  # each call has its own deadline; this only keeps a hung server from hanging the run
 

@@ -19,14 +19,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from adapters.storage.database import create_engine
+from adapters.storage.message_store import MessageStore
+from adapters.storage.migrations import migrate
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.history.derived import DerivedIndex
 from core.message import NewMessage, Role
-from core.storage.database import create_engine
-from core.storage.message_store import MessageStore
-from core.storage.migrations import migrate
-from core.storage.owner_store import OwnerStore
 from tests.tool_calls import history_args
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"

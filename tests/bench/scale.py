@@ -31,17 +31,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from adapters.storage.database import create_engine
+from adapters.storage.message_import import append_in_order
+from adapters.storage.message_store import IMPORT_BATCH, MessageStore
+from adapters.storage.migrations import migrate
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.message import NewMessage, Role
 from core.owner import Owner
-from core.storage.database import create_engine
-from core.storage.message_import import append_in_order
-from core.storage.message_store import IMPORT_BATCH, MessageStore
-from core.storage.migrations import migrate
-from core.storage.owner_store import OwnerStore
 from core.text import STOP_WORDS
 from tests.tool_calls import history_args
 
@@ -128,7 +128,7 @@ def _message(owner_id: int, texts: list[str], i: int) -> NewMessage:
 
 
 async def load(url: str, texts: list[str]) -> tuple[Owner, HistorySearch, float, Any]:
-    """Import the thread the way ``nod history import`` stores it (core.storage.message_import:
+    """Import the thread the way ``nod history import`` stores it (adapters.storage.message_import:
     batches of IMPORT_BATCH in order, the next one prepared while SQLite stores the last);
     return the import rate."""
     engine = create_engine(url)

@@ -9,16 +9,16 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from adapters.storage.database import create_engine
+from adapters.storage.memory_store import MEMORY_PATH, MemoryStore
+from adapters.storage.migrations import migrate
+from adapters.storage.objects import ObjectStore
+from adapters.storage.owner_store import OwnerStore
 from core.clock import SystemClock
 from core.memory import document as ops
 from core.memory.codec import encode, encoded_size
 from core.memory.limits import MAX_DOCUMENT_BYTES
 from core.memory.model import Evidence, MemoryDocument, Origin
-from core.storage.database import create_engine
-from core.storage.memory_store import MEMORY_PATH, MemoryStore
-from core.storage.migrations import migrate
-from core.storage.objects import ObjectStore
-from core.storage.owner_store import OwnerStore
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

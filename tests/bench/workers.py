@@ -7,7 +7,7 @@ bench's thread (tests/bench/scale.py) is imported once; the first index build is
 its size read; each worker then starts from a copy of it (a restarted worker) and, per
 query, appends one message to the thread and runs a first-page search whose snapshot
 includes it: the index answers up to what it holds and the newest messages come from the
-database (core/history/tail.py) while it catches up in the background. A worker's first
+database (adapters/storage/search_index/tail.py) while it catches up in the background. A worker's first
 search (open, verify, catch up) is reported as start-up, apart from the steady state.
 Needs NOD_TEST_POSTGRES_URL.
 """
@@ -25,13 +25,13 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from adapters.storage.database import create_engine
+from adapters.storage.message_store import MessageStore
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.history.derived import DerivedIndex
 from core.message import NewMessage, Role
-from core.storage.database import create_engine
-from core.storage.message_store import MessageStore
-from core.storage.owner_store import OwnerStore
 from tests.bench import scale
 from tests.tool_calls import history_args
 

@@ -17,21 +17,21 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.database import create_engine
+from adapters.storage.fulltext import FullText
+from adapters.storage.locks import DatabaseLocks
+from adapters.storage.memory_store import MemoryStore
+from adapters.storage.message_store import MessageStore
+from adapters.storage.meta import MetaKeys
+from adapters.storage.migrations import migrate
+from adapters.storage.objects import ObjectStore
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.usage_store import UsageStore
 from core.agent.usage import UsageLedger
 from core.clock import FixedClock
 from core.history.search import Database
 from core.maintenance.tick import OwnerLocks
 from core.ports import Keys, MemoryRepository, Messages, Owners
-from core.storage.database import create_engine
-from core.storage.fulltext import FullText
-from core.storage.locks import DatabaseLocks
-from core.storage.memory_store import MemoryStore
-from core.storage.message_store import MessageStore
-from core.storage.meta import MetaKeys
-from core.storage.migrations import migrate
-from core.storage.objects import ObjectStore
-from core.storage.owner_store import OwnerStore
-from core.storage.usage_store import UsageStore
 from tests.fakes.ports import (
     FixedKeys,
     MemoryDocuments,

@@ -32,7 +32,7 @@ from core.text import stem, storable
 
 T = TypeVar("T")
 UNSCRIPTED = "(no scripted reply)"  # what QueueModel answers when nothing is scripted
-EARLIEST, LATEST = datetime(1900, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)  # core.storage.message_rows'
+EARLIEST, LATEST = datetime(1900, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)  # adapters.storage.message_rows'
 
 
 @dataclass

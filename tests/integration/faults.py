@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 from sqlalchemy.engine import make_url
 
-from core.storage.database import sqlite_file
+from adapters.storage.database import sqlite_file
 
 FAILURE = "simulated storage failure"
 

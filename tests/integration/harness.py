@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from adapters.storage.schema import usage as usage_table
 from bot.settings import Settings
 from bot.wiring import Services, services
 from core.agent.conductor import Conductor
@@ -20,7 +21,6 @@ from core.errors import AlreadyExists
 from core.message import Inbound, StoredMessage
 from core.owner import Identity, Owner
 from core.replies import Reply
-from core.storage.schema import usage as usage_table
 from tests.fakes.model_server import FakeModelServer
 
 AGENT = "gpt-4o-mini"

@@ -1,5 +1,5 @@
 """What the migration tests read of a database's schema beyond Alembic's own comparison
-(``core.storage.migrations.schema_differences``), and the one difference they forgive.
+(``adapters.storage.migrations.schema_differences``), and the one difference they forgive.
 
 ``compare_metadata`` checks tables, columns, types, nullability, server defaults, identities,
 foreign keys, indexes by their columns and (on PostgreSQL) unique constraints. It does not

@@ -20,6 +20,8 @@ from aiohttp import web
 from sqlalchemy import select
 from sqlalchemy import text as sql_text
 
+from adapters.storage.message_edits import previous_versions
+from adapters.storage.schema import messages as messages_table
 from core.attachments.model import (
     IMAGE_TOO_BIG,
     MAX_DOCUMENT_CHARS,
@@ -31,8 +33,6 @@ from core.history.scope import Scope
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
 from core.saving.learn import FILE_NOT_WORDS
-from core.storage.message_edits import previous_versions
-from core.storage.schema import messages as messages_table
 from tests.fakes.files import jpeg, pdf, png_header
 from tests.fakes.loopback import serve
 from tests.fakes.model_server import FakeModelServer, structured, text, tool

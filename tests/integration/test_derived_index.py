@@ -17,21 +17,21 @@ import tantivy
 from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage import fence, index_feed
+from adapters.storage.database import create_engine
+from adapters.storage.message_store import MessageStore
+from adapters.storage.migrations import migrate
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.schema import messages
+from adapters.storage.search_index.derived import DerivedIndex, sqlite_file
+from adapters.storage.search_index.documents import schema_of_documents
+from adapters.storage.search_index.index_directory import FORMAT, SETTINGS, WRITER_LOCK, IndexDirectory
+from adapters.storage.thread_reads import ThreadReads
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.history.derived import DerivedIndex, sqlite_file
-from core.history.documents import schema_of_documents
-from core.history.index_directory import FORMAT, SETTINGS, WRITER_LOCK, IndexDirectory
 from core.history.scope import Scope
 from core.message import NewMessage, Role
 from core.owner import Owner
-from core.storage import fence, index_feed
-from core.storage.database import create_engine
-from core.storage.message_store import MessageStore
-from core.storage.migrations import migrate
-from core.storage.owner_store import OwnerStore
-from core.storage.schema import messages
-from core.storage.thread_reads import ThreadReads
 from tests.tool_calls import history_args
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
@@ -427,7 +427,7 @@ def test_only_a_sqlite_file_gets_a_derived_index() -> None:
 
 async def test_on_postgresql_a_message_committed_after_a_newer_one_is_never_passed_by(
         postgres_url: str, tmp_path: Path) -> None:
-    """Ids commit out of order on PostgreSQL: the index waits for the settled horizon (core.storage.fence)."""
+    """Ids commit out of order on PostgreSQL: the index waits for the settled horizon (adapters.storage.fence)."""
     engine = create_engine(postgres_url)
     try:
         await migrate(engine)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from adapters.storage import legacy
+from adapters.storage.database import create_engine, writing
+from adapters.storage.migrations import head, migrate, revisions
 from bot.doctor import doctor
 from bot.settings import load_settings
-from core.storage import legacy
-from core.storage.database import create_engine, writing
-from core.storage.migrations import head, migrate, revisions
 from tests.fakes import telegram_server as tg
 from tests.fakes import twilio_server as tw
 from tests.fakes.loopback import NOD_PREFIXES, free_port

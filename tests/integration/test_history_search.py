@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.fulltext import FullText
+from adapters.storage.message_store import MessageStore
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.errors import InvalidInput, NotFound
-from core.history.derived import DerivedIndex
 from core.message import NewMessage, Role
 from core.owner import Owner
-from core.storage.fulltext import FullText
-from core.storage.message_store import MessageStore
-from core.storage.owner_store import OwnerStore
 from core.text import FORMS, STOP_WORDS
 from tests.tool_calls import history_args
 
@@ -30,7 +30,7 @@ async def matcher(request: pytest.FixtureRequest, engine: AsyncEngine, tmp_path:
     """Every test runs on the database's own index, on the derived tantivy index caught up
     before each search (beside the SQLite file, or in a directory of its own for
     PostgreSQL), and on that index never caught up, so that every message comes from the
-    thread's tail read from the database (core.history.tail)."""
+    thread's tail read from the database (adapters.storage.search_index.tail)."""
     MATCHER["kind"] = request.param
     MATCHER["dir"] = str(tmp_path / "search-index")
     OPENED.clear()

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.fulltext import FullText
+from adapters.storage.message_store import MessageStore
+from adapters.storage.owner_store import OwnerStore
 from core.clock import SystemClock
 from core.message import NewMessage, Role
-from core.storage.fulltext import FullText
-from core.storage.message_store import MessageStore
-from core.storage.owner_store import OwnerStore
 
 NOW = datetime(2024, 6, 1, 9, 0, tzinfo=UTC)
 

@@ -10,14 +10,14 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.message_import import append_in_order
+from adapters.storage.message_rows import row_values
+from adapters.storage.message_store import MessageStore
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.schema import messages
 from core.clock import FixedClock
 from core.errors import InvalidInput
 from core.message import NewMessage, Role, VoiceNote
-from core.storage.message_import import append_in_order
-from core.storage.message_rows import row_values
-from core.storage.message_store import MessageStore
-from core.storage.owner_store import OwnerStore
-from core.storage.schema import messages
 
 T0 = datetime(2024, 2, 29, 23, 59, 59, 123456, tzinfo=UTC)
 

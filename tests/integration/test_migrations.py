@@ -17,11 +17,11 @@ import pytest
 from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage import legacy
+from adapters.storage.database import create_engine, writing
+from adapters.storage.migrations import Upgrade, migrate, revisions, schema_differences, schema_state
+from adapters.storage.schema import messages, metadata, nod_meta, owners, threads
 from core.errors import StorageError
-from core.storage import legacy
-from core.storage.database import create_engine, writing
-from core.storage.migrations import Upgrade, migrate, revisions, schema_differences, schema_state
-from core.storage.schema import messages, metadata, nod_meta, owners, threads
 from tests.integration.schema_catalog import catalog, is_legacy_sqlite_nullable_key
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -33,7 +33,7 @@ LAST_STEP = legacy.MIGRATIONS[-1].version  # 12: the numbered migrations end the
 
 async def make_legacy(engine: AsyncEngine, upto: int) -> None:
     """A database as the code before Alembic left it at step ``upto``: its numbered steps, the
-    same statements in the same order, recorded in schema_migrations (core.storage.legacy)."""
+    same statements in the same order, recorded in schema_migrations (adapters.storage.legacy)."""
     async with writing(engine) as conn:
         assert await conn.run_sync(legacy.apply_steps, upto) == list(range(1, upto + 1))
 
@@ -146,8 +146,8 @@ async def test_a_new_database_made_by_the_revisions_equals_the_metadata(two_data
 
 _UPGRADER = textwrap.dedent("""
     import asyncio, json, sys, time
-    from core.storage.database import create_engine
-    from core.storage.migrations import migrate
+    from adapters.storage.database import create_engine
+    from adapters.storage.migrations import migrate
 
     async def main(url, start_at):
         engine = create_engine(url)

@@ -1,5 +1,5 @@
 """The documented way to add a revision (docs/migrations.md), run for real: schema.py changes,
-``python -m core.storage.new_revision`` writes the draft, and the draft makes a database equal
+``python -m adapters.storage.new_revision`` writes the draft, and the draft makes a database equal
 to the changed schema.py. In a process of its own: the change to schema.py stays there."""
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ import sys
 import textwrap
 from pathlib import Path
 
-from core.storage.migrations import SCRIPTS, revisions
-from core.storage.new_revision import revision_id
+from adapters.storage.migrations import SCRIPTS, revisions
+from adapters.storage.new_revision import revision_id
 
 _SCRIPT = textwrap.dedent("""
     import asyncio, json, sys
     from pathlib import Path
     from alembic import command
     from sqlalchemy import Column, Index, Text
-    from core.storage import schema
-    from core.storage.database import create_engine, writing
-    from core.storage.migrations import alembic_config, schema_differences
-    from core.storage.new_revision import main
+    from adapters.storage import schema
+    from adapters.storage.database import create_engine, writing
+    from adapters.storage.migrations import alembic_config, schema_differences
+    from adapters.storage.new_revision import main
 
     versions, url = Path(sys.argv[1]), sys.argv[2]
     schema.owners.append_column(Column("nickname", Text))  # the change, made where every change starts
@@ -54,7 +54,7 @@ def test_a_change_to_schema_py_becomes_a_revision_that_makes_it(tmp_path: Path) 
     draft = (versions / f"{wanted}.py").read_text()
     assert f"revision = '{wanted}'" in draft and f"down_revision = '{revisions()[-1].revision}'" in draft
     assert "sa.Column('nickname', sa.Text(), nullable=True)" in draft and "'owners_nickname'" in draft
-    assert "core.storage.schema" not in draft  # a revision is frozen: it names no type of schema.py
+    assert "adapters.storage.schema" not in draft  # a revision is frozen: it names no type of schema.py
     assert "Why:" in draft and "raise NotImplementedError" in draft  # the template: say why; never downgrade
     assert json.loads(ran.stdout.splitlines()[-1]) == {"left": []}
     ruff = Path(sys.executable).with_name("ruff")

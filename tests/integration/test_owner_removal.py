@@ -9,16 +9,16 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.memory_store import MemoryStore
+from adapters.storage.message_store import MessageStore
+from adapters.storage.objects import ObjectStore
+from adapters.storage.owner_store import OwnerStore
 from core.clock import FixedClock
 from core.errors import AlreadyExists, NotFound
 from core.memory import document as ops
 from core.memory.model import Origin
 from core.message import NewMessage, Role
 from core.owner import Identity
-from core.storage.memory_store import MemoryStore
-from core.storage.message_store import MessageStore
-from core.storage.objects import ObjectStore
-from core.storage.owner_store import OwnerStore
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
@@ -34,9 +34,9 @@ async def _rows(engine: AsyncEngine, owner_id: int) -> dict[str, int]:
 
 async def _reminded(engine: AsyncEngine, messages: MessageStore, owner_id: int) -> None:
     """A reminder that has fired once and whose message is still owed (its outbox row)."""
+    from adapters.storage.schedule_store import ScheduleStore
     from core.schedules.model import Kind
     from core.schedules.runner import advance
-    from core.storage.schedule_store import ScheduleStore
 
     store = ScheduleStore(engine, messages)
     await store.create(owner_id, Kind.REMINDER, "water the figs", NOW.replace(tzinfo=None), "FREQ=DAILY", NOW, NOW, None)

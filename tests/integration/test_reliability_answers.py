@@ -23,10 +23,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
+from adapters.storage.schema import messages
 from core.message import Inbound, NewMessage, Role
 from core.owner import Identity
 from core.replies import CUT_NOTE, MAX_REPLY_CHARS
-from core.storage.schema import messages
 from tests.fakes.model_server import FakeModelServer, text
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.integration.harness import AGENT, START, Harness, Sink, make_harness

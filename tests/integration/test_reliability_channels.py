@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from core.storage.schema import messages as messages_table
+from adapters.storage.schema import messages as messages_table
 from tests.fakes import telegram_server as tg
 from tests.fakes.model_server import FakeModelServer, text
 from tests.fakes.twilio_server import FakeTwilioServer, inbound_form

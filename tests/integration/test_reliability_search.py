@@ -17,18 +17,18 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.database import create_engine
+from adapters.storage.memory_store import MemoryStore
+from adapters.storage.message_store import MessageStore
+from adapters.storage.migrations import migrate
+from adapters.storage.objects import ObjectStore
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.history.derived import DerivedIndex
 from core.history.search import HistorySearch
 from core.message import NewMessage, Role
 from core.owner import Owner
-from core.storage.database import create_engine
-from core.storage.memory_store import MemoryStore
-from core.storage.message_store import MessageStore
-from core.storage.migrations import migrate
-from core.storage.objects import ObjectStore
-from core.storage.owner_store import OwnerStore
 from core.tools.registry import Toolbox
 from tests.tool_calls import history_args, toolbox
 

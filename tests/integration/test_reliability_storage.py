@@ -10,15 +10,15 @@ import pytest
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.database import create_engine
+from adapters.storage.health import DatabaseHealth
+from adapters.storage.message_store import MessageStore
+from adapters.storage.migrations import migrate
+from adapters.storage.owner_store import OwnerStore
 from bot.logs import configure_logging
 from core.clock import FixedClock
 from core.errors import InvalidInput
 from core.message import NewMessage, Role
-from core.storage.database import create_engine
-from core.storage.health import DatabaseHealth
-from core.storage.message_store import MessageStore
-from core.storage.migrations import migrate
-from core.storage.owner_store import OwnerStore
 from tests.integration.faults import FAILURE, refusing
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from adapters.storage.schema import threads
 from core.agent.conductor import TOO_LATE
 from core.message import Inbound, NewMessage, Role
 from core.owner import Identity
-from core.storage.schema import threads
 from tests.fakes.model_server import FakeModelServer, text
 from tests.integration.harness import AGENT, START, Harness, Sink, make_harness
 

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
+from adapters.storage.schema import schedule_runs
 from core.message import Inbound, NewMessage, Role
 from core.owner import Identity
 from core.schedules.model import Kind
 from core.schedules.runner import Scheduler
-from core.storage.schema import schedule_runs
 from tests.fakes.model_server import FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, Sink
 
@@ -303,7 +303,7 @@ async def test_a_stale_claim_of_a_cancelled_or_too_old_run_is_not_sent(nod: Harn
     async with nod.svc.engine.begin() as conn:  # the owner cancels it meanwhile (it is no longer active)
         from sqlalchemy import update
 
-        from core.storage.schema import schedules
+        from adapters.storage.schema import schedules
 
         await conn.execute(update(schedules).where(schedules.c.id == pill.schedule.id).values(cancelled_at=START))
     sink = Sink()

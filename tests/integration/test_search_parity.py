@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.database import create_engine
+from adapters.storage.message_store import MessageStore
+from adapters.storage.migrations import migrate
+from adapters.storage.owner_store import OwnerStore
+from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.history.derived import DerivedIndex
 from core.message import NewMessage, Role
-from core.storage.database import create_engine
-from core.storage.message_store import MessageStore
-from core.storage.migrations import migrate
-from core.storage.owner_store import OwnerStore
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
 from tests.tool_calls import history_args
 

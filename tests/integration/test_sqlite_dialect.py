@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from core.storage.database import create_engine, writing
+from adapters.storage.database import create_engine, writing
 
 
 @pytest.fixture

@@ -17,18 +17,18 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.storage.database import create_engine, for_reads, writing
+from adapters.storage.memory_store import MEMORY_PATH, MemoryStore
+from adapters.storage.message_store import MessageStore
+from adapters.storage.migrations import Upgrade, migrate, revisions
+from adapters.storage.objects import ObjectStore
+from adapters.storage.owner_store import OwnerStore
 from core.clock import FixedClock, SystemClock
 from core.errors import AlreadyExists, InvalidInput, NotFound, StaleWrite
 from core.memory import document as ops
 from core.memory.model import Origin
 from core.message import NewMessage, Role
 from core.owner import Identity
-from core.storage.database import create_engine, for_reads, writing
-from core.storage.memory_store import MEMORY_PATH, MemoryStore
-from core.storage.message_store import MessageStore
-from core.storage.migrations import Upgrade, migrate, revisions
-from core.storage.objects import ObjectStore
-from core.storage.owner_store import OwnerStore
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 CHAIN = tuple(r.revision for r in revisions())
@@ -118,10 +118,10 @@ def test_writers_in_separate_processes_all_land(tmp_path: Path) -> None:
         from core.clock import SystemClock
         from core.memory import document as ops
         from core.memory.model import Origin
-        from core.storage.database import create_engine, for_reads, writing
-        from core.storage.memory_store import MemoryStore
-        from core.storage.migrations import migrate
-        from core.storage.objects import ObjectStore
+        from adapters.storage.database import create_engine, for_reads, writing
+        from adapters.storage.memory_store import MemoryStore
+        from adapters.storage.migrations import migrate
+        from adapters.storage.objects import ObjectStore
         async def main(worker):
             engine = create_engine({url!r})
             await migrate(engine)
@@ -215,8 +215,8 @@ async def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path: Path) -> No
 async def test_every_read_of_a_message_gives_each_column_its_own_field(engine: AsyncEngine, flag: str) -> None:
     """Lists are built by column position (message_store.stored_messages), one read by name:
     a message with one flag set and every text distinct reads back the same through each."""
+    from adapters.storage.thread_reads import ThreadReads
     from core.message import VoiceNote
-    from core.storage.thread_reads import ThreadReads
 
     owner = (await OwnerStore(engine).add("ana", "UTC", (), NOW)).id
     store = MessageStore(engine, FixedClock(NOW))

@@ -12,9 +12,9 @@ from telegram import Message
 from telegram.constants import ParseMode
 from telegram.error import BadRequest
 
+from adapters.storage.schema import messages as messages_table
 from core.inbox.commands import COMMANDS, HELP
 from core.inbox.front import PRIVATE_ONLY
-from core.storage.schema import messages as messages_table
 from tests.fakes.model_server import FakeModelServer, structured, text, tool
 from tests.fakes.telegram_server import FakeTelegramServer, callback_update, message_update
 from tests.fakes.twilio_server import FakeTwilioServer

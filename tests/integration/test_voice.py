@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from adapters.storage.schema import messages as messages_table
 from core.message import Inbound, VoiceNote
 from core.owner import Identity
-from core.storage.schema import messages as messages_table
 from core.voice import CANNOT_LISTEN, MAX_AUDIO_BYTES, MAX_TRANSCRIPT_CHARS, TOO_BIG, TOO_LONG, UNHEARD
 from tests.fakes.model_server import FakeModelServer, Heard, text
 from tests.fakes.telegram_server import FakeTelegramServer, message_update, voice_update

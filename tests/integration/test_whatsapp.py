@@ -6,7 +6,7 @@ import asyncio
 
 from sqlalchemy import select
 
-from core.storage.schema import messages as messages_table
+from adapters.storage.schema import messages as messages_table
 from tests.fakes.model_server import FakeModelServer, structured, text, tool
 from tests.fakes.twilio_server import FakeTwilioServer, inbound_form, sign
 from tests.integration.harness import AGENT, MEMORY

@@ -27,9 +27,9 @@ def test_the_tree_keeps_the_rule() -> None:
 
 @pytest.mark.parametrize(("leak", "code"), [
     ("core/leak.py", "import aiohttp\n"),  # an SDK in core
-    ("core/agent/leak.py", "import sqlalchemy\n"),  # the database outside core.storage
+    ("core/agent/leak.py", "import sqlalchemy\n"),  # the database outside adapters.storage
     ("core/history/leak.py", "import tantivy\n"),  # the search engine outside the derived index
-    ("core/evidence/leak.py", "from core.storage.message_store import MessageStore\n"),  # storage, not its port
+    ("core/evidence/leak.py", "from adapters.storage.message_store import MessageStore\n"),  # storage, not its port
     ("adapters/web/leak.py", "import adapters.telegram\n"),  # one adapter in another
 ])
 def test_each_contract_bites_when_broken(tmp_path: Path, leak: str, code: str) -> None:

@@ -179,10 +179,10 @@ def test_an_import_on_a_terminal_shows_a_progress_bar_to_the_whole_file(here: Pa
     import asyncio
     import io
 
+    from adapters.storage.message_store import IMPORT_BATCH
     from bot.cli_history import history_import
     from bot.settings import load_settings
     from bot.wiring import services
-    from core.storage.message_store import IMPORT_BATCH
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.storage.memory_store import MemoryStore
+from adapters.storage.objects import ObjectStore
 from bot.cli_memory import import_json
 from bot.settings import load_settings
 from bot.wiring import services
@@ -17,8 +19,6 @@ from core.clock import Clock
 from core.memory import portable
 from core.memory.codec import to_json
 from core.ports import VersionedDocument
-from core.storage.memory_store import MemoryStore
-from core.storage.objects import ObjectStore
 from tests.cli_runner import one_sentence
 from tests.integration.cli.conftest import Nod
 from tests.unit.test_memory_portable import every_kind

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from adapters.storage import legacy
+from adapters.storage.migrations import revisions
 from bot.cli_parser import parser
-from core.storage import legacy
-from core.storage.migrations import revisions
 from tests.cli_runner import one_sentence
 from tests.integration.cli.conftest import Nod
 

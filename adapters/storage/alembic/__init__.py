@@ -1,0 +1,1 @@
+"""Alembic's environment (``env.py``) and Nod's revisions (``versions/``), run by ``adapters.storage.migrations``."""

@@ -1,1 +1,0 @@
-"""Alembic's environment (``env.py``) and Nod's revisions (``versions/``), run by ``core.storage.migrations``."""
