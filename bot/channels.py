@@ -9,13 +9,14 @@ setWebhook may call back at once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from adapters.telegram.channel import PATH as TELEGRAM_WEBHOOK
 from adapters.telegram.channel import Pauses, TelegramChannel, TelegramConfig
 from adapters.web.app import Handler
-from adapters.whatsapp.channel import PATH as WHATSAPP_PATH
 from adapters.whatsapp.channel import WhatsAppChannel
 from adapters.whatsapp.media import TwilioMedia
 from adapters.whatsapp.sink import TwilioSender, build_client
@@ -28,29 +29,28 @@ from core.inbox.routing import ChannelRouter
 from core.voice import AudioSource
 
 DEFAULT_PAUSES = Pauses()
-TELEGRAM_PATH = "/webhooks/telegram"
+TELEGRAM_PATH = TELEGRAM_WEBHOOK
 DEFAULT_TELEGRAM_API = "https://api.telegram.org"
 
 
-@dataclass
-class Channels:
-    front: FrontDoor
-    sink: ReplySink  # every channel's way out, with the fallback between them
-    telegram: TelegramChannel | None = None
-    whatsapp: WhatsAppChannel | None = None
-    webhooks: dict[str, Handler] = field(default_factory=dict)
+class Files(AudioSource, MediaSource, Protocol):
+    """A channel's way to fetch what an owner sent: voice notes' audio, photos and documents."""
+
+
+class Channel(Protocol):
+    """What ``nod run`` needs of a channel; each channel package's channel class is one."""
 
     @property
-    def names(self) -> tuple[str, ...]:
-        """The channels running here: the ones whose unanswered messages this process may answer."""
-        return tuple(name for name, channel in (("telegram", self.telegram), ("whatsapp", self.whatsapp))
-                     if channel is not None)
+    def sender(self) -> ReplySink: ...
 
-    async def start(self) -> None:
-        if self.telegram is not None:
-            await self.telegram.start(self.front)
-        if self.whatsapp is not None:
-            self.whatsapp.start(self.front)
+    @property
+    def audio(self) -> Files: ...
+
+    def webhooks(self) -> dict[str, Handler]: ...
+
+    async def start(self, front: FrontDoor) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 def _telegram(settings: Settings, pauses: Pauses) -> TelegramChannel | None:
@@ -62,7 +62,7 @@ def _telegram(settings: Settings, pauses: Pauses) -> TelegramChannel | None:
         settings.telegram_webhook_url, settings.telegram_webhook_secret, pauses))
 
 
-def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
+def _whatsapp(settings: Settings, pauses: Pauses) -> WhatsAppChannel | None:
     if not settings.on("whatsapp"):
         return None
     sid, token, sender_id, public_url = (settings.twilio_account_sid, settings.twilio_auth_token,
@@ -74,6 +74,38 @@ def _whatsapp(settings: Settings) -> WhatsAppChannel | None:
     return WhatsAppChannel(sender, token, public_url, media)
 
 
+# Every channel nod run can start, by the name its identities carry: adding a channel is its
+# package and one line here (and its settings).
+CHANNELS: dict[str, Callable[[Settings, Pauses], Channel | None]] = {"telegram": _telegram, "whatsapp": _whatsapp}
+
+
+@dataclass
+class Channels:
+    front: FrontDoor
+    sink: ReplySink  # every channel's way out, with the fallback between them
+    running: dict[str, Channel] = field(default_factory=dict)
+    webhooks: dict[str, Handler] = field(default_factory=dict)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The channels running here: the ones whose unanswered messages this process may answer."""
+        return tuple(self.running)
+
+    @property
+    def telegram(self) -> TelegramChannel | None:
+        found = self.running.get("telegram")
+        return found if isinstance(found, TelegramChannel) else None
+
+    @property
+    def whatsapp(self) -> WhatsAppChannel | None:
+        found = self.running.get("whatsapp")
+        return found if isinstance(found, WhatsAppChannel) else None
+
+    async def start(self) -> None:
+        for channel in self.running.values():
+            await channel.start(self.front)
+
+
 @asynccontextmanager
 async def channels(settings: Settings, svc: Services,
                    telegram_pauses: Pauses = DEFAULT_PAUSES) -> AsyncIterator[Channels]:
@@ -81,27 +113,16 @@ async def channels(settings: Settings, svc: Services,
 
     ``telegram_pauses``: how long Telegram's retries wait (tests make them short).
     """
-    telegram, whatsapp = _telegram(settings, telegram_pauses), _whatsapp(settings)
-    sinks: dict[str, ReplySink] = {}
-    audio: dict[str, AudioSource] = {}  # where each channel's voice notes are fetched from
-    media: dict[str, MediaSource] = {}  # and its photos and documents
-    if telegram is not None:
-        sinks["telegram"] = telegram.sender
-        audio["telegram"] = media["telegram"] = telegram.audio
-    if whatsapp is not None:
-        sinks["whatsapp"] = whatsapp.sender
-        audio["whatsapp"] = media["whatsapp"] = whatsapp.audio
+    running = {name: built for name, build in CHANNELS.items() if (built := build(settings, telegram_pauses)) is not None}
+    sinks: dict[str, ReplySink] = {name: channel.sender for name, channel in running.items()}
+    files: dict[str, Files] = {name: channel.audio for name, channel in running.items()}
     router = ChannelRouter(sinks, svc.owners)
-    made = Channels(svc.front_door(router, audio, media), router, telegram, whatsapp)
-    if telegram is not None and settings.telegram_webhook_url:
-        made.webhooks[TELEGRAM_PATH] = telegram.webhook
-    if whatsapp is not None:
-        made.webhooks[WHATSAPP_PATH] = whatsapp.webhook
+    made = Channels(svc.front_door(router, files, files), router, running)
+    for channel in running.values():
+        made.webhooks.update(channel.webhooks())
     try:
         yield made
     finally:
         await made.front.close()
-        if whatsapp is not None:
-            await whatsapp.stop()
-        if telegram is not None:
-            await telegram.stop()
+        for channel in reversed(running.values()):
+            await channel.stop()

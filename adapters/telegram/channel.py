@@ -27,7 +27,7 @@ import hmac
 import json
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,7 @@ from adapters.telegram.inbound import (
 )
 from adapters.telegram.sink import BACKOFF_S, MAX_RETRY_AFTER_S, TelegramSender
 from core.errors import ConfigError, DeliveryFailed, InvalidInput
+from core.inbox.answering import Answering
 from core.inbox.commands import COMMANDS
 from core.inbox.front import FrontDoor, Handled
 from core.message import Inbound
@@ -69,6 +70,8 @@ class Pauses:
     retry_after_cap_s: float = MAX_RETRY_AFTER_S  # the longest flood-control wait
     typing_every_s: float = TYPING_EVERY_S  # "typing…" sent again this often while a turn runs
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+PATH = "/webhooks/telegram"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 EXPIRED_CHOICE = "That choice is no longer available."
 
 
@@ -97,7 +100,7 @@ class TelegramChannel:
                                      config.pauses.retry_after_cap_s)
         self.audio = TelegramAudio(self.application.bot, self.sender)  # voice notes' audio, into memory
         self._front: FrontDoor | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._answering: Answering[int] = Answering(CHANNEL, self._send)
         self._polling: asyncio.Task[None] | None = None
 
     @property
@@ -129,12 +132,15 @@ class TelegramChannel:
         except (DeliveryFailed, TelegramError) as exc:  # the menu is a convenience; Nod still works
             log.warning("telegram_commands_not_registered error=%s", type(exc).__name__)
 
+    def webhooks(self) -> dict[str, Handler]:
+        """``POST /webhooks/telegram`` when Telegram is set to call Nod; none while Nod polls."""
+        return {PATH: self.webhook} if self._config.webhook_url else {}
+
     async def stop(self) -> None:
-        work = [task for task in (self._polling, *self._tasks) if task is not None]
-        for task in work:
-            task.cancel()
-        if work:
-            await asyncio.wait(work)
+        if self._polling is not None:
+            self._polling.cancel()
+            await asyncio.wait({self._polling})
+        await self._answering.stop()
         await self.application.shutdown()
 
     def _pause(self, failures: int) -> float:
@@ -235,11 +241,6 @@ class TelegramChannel:
             log.warning("telegram_webhook_malformed error=not_an_update")
         return update
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def _process(self, update: Update) -> None:
         """Store what the update carries (raises when the database fails); replies go beside."""
         front = self._front
@@ -250,7 +251,7 @@ class TelegramChannel:
                 assert update.effective_chat is not None
                 told = await front.group(CHANNEL, str(update.effective_chat.id))
                 if told is not None:
-                    self._spawn(self._send(update.effective_chat.id, told))
+                    self._answering.send(update.effective_chat.id, told)
             return
         sender = sender_of(update)
         if sender is None:
@@ -263,12 +264,9 @@ class TelegramChannel:
             self._follow_up(await front.handle(incoming), int(sender.external_id))
 
     def _follow_up(self, handled: Handled, chat_id: int) -> None:
-        if handled.answer:
-            self._spawn(self._send(chat_id, handled.answer))
-        if handled.later is not None:
-            self._spawn(self._send_later(chat_id, handled.later))
+        self._answering.follow_up(handled, chat_id)
         if handled.turn_started and handled.owner is not None:
-            self._spawn(self._typing(chat_id, handled.owner.id))
+            self._answering.spawn(self._typing(chat_id, handled.owner.id))
 
     async def _on_tap(self, update: Update, front: FrontDoor, sender: Identity) -> None:
         if await front.owner_of(sender) is None:
@@ -278,11 +276,11 @@ class TelegramChannel:
         assert query is not None and update.effective_user is not None
         label = tapped_choice(update)
         if label is None:
-            self._spawn(self._acknowledge_tap(update, EXPIRED_CHOICE))
+            self._answering.spawn(self._acknowledge_tap(update, EXPIRED_CHOICE))
             return
         incoming = Inbound(sender, label, str(update.update_id), update.effective_user.first_name, card_title=True)
         handled = await front.handle(incoming)
-        self._spawn(self._acknowledge_tap(update, None))
+        self._answering.spawn(self._acknowledge_tap(update, None))
         self._follow_up(handled, int(sender.external_id))
 
     async def _acknowledge_tap(self, update: Update, notice: str | None) -> None:
@@ -300,14 +298,6 @@ class TelegramChannel:
             await self.sender.send(chat_id, text)
         except DeliveryFailed as exc:
             log.warning("telegram_send_failed chat=%s code=%s", chat_id, exc.code)
-
-    async def _send_later(self, chat_id: int, answer: Callable[[], Awaitable[str]]) -> None:
-        try:
-            text = await answer()
-        except Exception as exc:  # noqa: BLE001 - a digest that failed on the database: logged, not sent
-            log.warning("telegram_answer_failed chat=%s error=%s", chat_id, type(exc).__name__)
-            return
-        await self._send(chat_id, text)
 
     async def _typing(self, chat_id: int, owner_id: int) -> None:
         """'typing…' in the chat until the owner's turn ends (Telegram shows it for 5 seconds)."""

@@ -13,22 +13,22 @@ transcribed in the turn, after Twilio has had its 200.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from twilio.request_validator import RequestValidator, get_signature_algorithm
 from twilio.twiml.messaging_response import MessagingResponse
 
-from adapters.whatsapp.inbound import incoming_message
+from adapters.whatsapp.inbound import CHANNEL, incoming_message
 from adapters.whatsapp.media import TwilioMedia
 from adapters.whatsapp.sink import TwilioSender
+from core.inbox.answering import Answering
 from core.inbox.front import FrontDoor
 
 log = logging.getLogger("nod.whatsapp")
 PATH = "/webhooks/whatsapp"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 EMPTY_TWIML = str(MessagingResponse())
 
 
@@ -39,16 +39,16 @@ class WhatsAppChannel:
         self._validator = RequestValidator(auth_token)
         self._url = public_url.rstrip("/") + PATH
         self._front: FrontDoor | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._answering: Answering[str] = Answering(CHANNEL, self._send)
 
-    def start(self, front: FrontDoor) -> None:
+    async def start(self, front: FrontDoor) -> None:
         self._front = front
 
+    def webhooks(self) -> dict[str, Handler]:
+        return {PATH: self.webhook}
+
     async def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(set(self._tasks))
+        await self._answering.stop()
         await self.sender.close()
         await self.audio.close()
 
@@ -78,25 +78,8 @@ class WhatsAppChannel:
         except Exception as exc:  # noqa: BLE001 - not stored: Twilio may deliver it again
             log.warning("whatsapp_message_not_stored sid=%s error=%s", incoming.external_id, type(exc).__name__)
             return web.Response(status=503, text="not stored; deliver again")
-        number = incoming.sender.external_id
-        if handled.answer:
-            self._spawn(self._send(number, handled.answer))
-        if handled.later is not None:
-            self._spawn(self._send_later(number, handled.later))
+        self._answering.follow_up(handled, incoming.sender.external_id)
         return _twiml()
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _send_later(self, number: str, answer: Callable[[], Awaitable[str]]) -> None:
-        try:
-            text = await answer()
-        except Exception as exc:  # noqa: BLE001 - a digest that failed on the database: logged, not sent
-            log.warning("whatsapp_answer_failed error=%s", type(exc).__name__)
-            return
-        await self._send(number, text)
 
     async def _send(self, number: str, text: str) -> None:
         try:
