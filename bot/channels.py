@@ -22,11 +22,9 @@ from adapters.whatsapp.media import TwilioMedia
 from adapters.whatsapp.sink import TwilioSender, build_client
 from bot.settings import Settings
 from bot.wiring import Services
-from core.agent.conductor import ReplySink
-from core.attachments.model import MediaSource
 from core.inbox.front import FrontDoor
 from core.inbox.routing import ChannelRouter
-from core.voice import AudioSource
+from core.ports import AudioSource, MediaSource, ReplySink
 
 DEFAULT_PAUSES = Pauses()
 TELEGRAM_PATH = TELEGRAM_WEBHOOK

@@ -34,15 +34,13 @@ from adapters.storage.schedule_store import ScheduleStore
 from adapters.storage.search_index.derived import DerivedIndex
 from adapters.storage.usage_store import UsageStore
 from bot.settings import Settings, joined
-from core.agent.conductor import Conductor, ReplySink
+from core.agent.conductor import Conductor
 from core.agent.gateway import Gateway, ModelRoles
-from core.agent.model import ChatModel
 from core.agent.scheduled import ScheduledTasks
 from core.agent.slots import DEFAULT_SLOTS
 from core.agent.spending import Spending
 from core.agent.turn import TurnDeps
-from core.agent.usage import PriceTable, UsageLedger
-from core.attachments.model import MediaSource
+from core.agent.usage import PriceTable
 from core.clock import Clock, SystemClock
 from core.evidence.check import ReplyChecker
 from core.evidence.selection import Selector
@@ -60,6 +58,7 @@ from core.maintenance.reflect import Reflector
 from core.maintenance.tick import MaintenanceJob
 from core.page.access import PageAccess, PageConfig
 from core.page.edits import MemoryEdits
+from core.ports import AudioSource, ChatModel, MediaSource, ReplySink, Transcriber, UsageLedger
 from core.saving.control import Controls
 from core.saving.learn import Learner
 from core.schedules.runner import STALE_CLAIM, Scheduler
@@ -67,7 +66,6 @@ from core.schedules.tool import ScheduleTool
 from core.skills.learned import LearnedSkills
 from core.tools.registry import Toolbox
 from core.tools.services import ToolServices
-from core.voice import AudioSource, Transcriber
 
 TRANSCRIBE_DEADLINE_S = 120.0  # ten minutes of audio take Whisper well under a minute
 SMALL_CONTEXT_TOKENS = 32_000  # below this the agent gets the shortened evidence packet

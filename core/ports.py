@@ -1,27 +1,31 @@
-"""The ports: what the core needs from storage, as ``typing.Protocol``s.
+"""The ports: every Protocol the core needs from outside it — storage, search, the models, a channel.
 
-The turn, evidence, saving, maintenance and inbox packages are written against these and
-never import SQLAlchemy or tantivy; ``adapters.storage`` (and the derived search index in
-``adapters.storage.search_index.derived``) implement them over a real database, ``bot.wiring`` plugs them
-in, and unit tests run the same rules on in-memory fakes (``tests/fakes/ports.py``).
-The values they carry live in ``core.message``, ``core.owner``, ``core.memory.model`` and
-``core.gmail.model``. ``GoogleAccounts`` and ``MailSource`` are the outside world's side of
-the Gmail writing style (``adapters.gmail``), in the same way ``ChatModel`` is the model's.
+The use cases are written against these and never import an I/O library; ``adapters`` implement
+them, ``bot.wiring`` plugs them in, and the rules' tests run on in-memory fakes
+(``tests/fakes/ports.py``) that ``tests/contract`` proves behave as the real stores do. The
+values they carry live beside their rules (``core.message``, ``core.owner``, ``core.memory.model``…).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
+from types import TracebackType
 from typing import Generic, Protocol, TypeVar
 
+from core.agent.model import ChatReply, ChatRequest
+from core.agent.usage import PurposeTotal, UsageRecord
+from core.attachments.model import MediaRef
 from core.gmail.model import Connection, Consent, Grant, MailMessage, PendingConsent, RunReport
 from core.history.scope import Matcher, Scope
 from core.memory.model import MemoryDocument
-from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage
+from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage, VoiceNote
 from core.owner import Identity, Owner, OwnerSettings
+from core.replies import Reply
 from core.schedules.model import DueRun, Kind, Schedule
+from core.voice import Audio, Transcript
 
 T = TypeVar("T")
 
@@ -51,36 +55,12 @@ class Saved(Generic[T]):
     result: T
 
 
-class Messages(Protocol):
-    """The conversation as stored: owner's words and Nod's, threads, requests awaiting answers."""
+class MessageLog(Protocol):
+    """The conversation as stored: the owner's words and Nod's, in threads."""
 
     async def append(self, message: NewMessage) -> Appended: ...
 
-    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None: ...
-
-    async def claim(self, request_id: int, owner_id: int) -> bool: ...
-
-    async def settle(self, owner_id: int, up_to: int | None = None) -> None: ...
-
-    async def is_awaiting(self, message_id: int) -> bool: ...
-
-    async def newest_awaiting(self, owner_id: int) -> StoredMessage | None: ...
-
-    async def delivered(self, reply_id: int) -> bool: ...
-
-    async def undelivered(self, stored_before: datetime, channels: Collection[str], limit: int = 100) -> list[Owed]: ...
-
-    async def pending_voice(self, owner_id: int, up_to: int) -> list[StoredMessage]: ...
-
-    async def transcribed(self, note_id: int, transcript: NewMessage) -> StoredMessage: ...
-
-    async def drop_voice(self, note_id: int) -> None: ...
-
-    async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]: ...
-
     async def edit(self, owner_id: int, channel: str, platform_id: str, text_: str, edited_at: datetime) -> Edited | None: ...
-
-    async def awaiting_requests(self) -> list[StoredMessage]: ...
 
     async def get(self, message_id: int) -> StoredMessage | None: ...
 
@@ -96,6 +76,46 @@ class Messages(Protocol):
     async def active_thread(self, owner_id: int) -> int: ...
 
     async def reset_thread(self, owner_id: int) -> int: ...
+
+
+class Requests(Protocol):
+    """Owner messages awaiting their answer: claimed, answered (reply and settlement together) or settled."""
+
+    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None: ...
+
+    async def claim(self, request_id: int, owner_id: int) -> bool: ...
+
+    async def settle(self, owner_id: int, up_to: int | None = None) -> None: ...
+
+    async def is_awaiting(self, message_id: int) -> bool: ...
+
+    async def newest_awaiting(self, owner_id: int) -> StoredMessage | None: ...
+
+    async def awaiting_requests(self) -> list[StoredMessage]: ...
+
+
+class Outbox(Protocol):
+    """Replies stored but not yet handed to their channel."""
+
+    async def delivered(self, reply_id: int) -> bool: ...
+
+    async def undelivered(self, stored_before: datetime, channels: Collection[str], limit: int = 100) -> list[Owed]: ...
+
+
+class PendingFiles(Protocol):
+    """Voice notes not yet transcribed, photos and documents not yet read: the channel's references."""
+
+    async def pending_voice(self, owner_id: int, up_to: int) -> list[StoredMessage]: ...
+
+    async def transcribed(self, note_id: int, transcript: NewMessage) -> StoredMessage: ...
+
+    async def drop_voice(self, note_id: int) -> None: ...
+
+    async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]: ...
+
+
+class Messages(MessageLog, Requests, Outbox, PendingFiles, Protocol):
+    """The four concerns as one message store implements them (what a use case needs all of)."""
 
 
 class Schedules(Protocol):
@@ -255,3 +275,94 @@ class MailSource(Protocol):
     """The owner's sent mail, newest first, decoded to headers and plain text."""
 
     async def sent(self, access_token: str, limit: int) -> list[MailMessage]: ...
+
+
+# More storage: locks, usage, page sessions
+class TurnLocks(Protocol):
+    """One turn per owner across worker processes (a PostgreSQL advisory lock)."""
+
+    def turn(self, owner_id: int) -> AbstractAsyncContextManager[None]: ...
+
+class OwnerLocks(Protocol):
+    def hold(self, owner_id: int) -> LockContext: ...
+
+class LockContext(Protocol):
+    async def __aenter__(self) -> bool: ...
+
+    async def __aexit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                        tb: TracebackType | None) -> None: ...
+
+class UsageLedger(Protocol):
+    """Where usage rows go and what the spending limit reads back."""
+
+    async def record(self, row: UsageRecord) -> None: ...
+
+    async def spent_since(self, owner_id: int, start: datetime) -> float: ...
+
+    async def by_purpose(self, owner_id: int, start: datetime) -> list[PurposeTotal]: ...
+
+class PageSessions(Protocol):
+    async def add_link(self, token_hash: str, owner_id: int, now: datetime, expires_at: datetime) -> None: ...
+
+    async def take_link(self, token_hash: str, now: datetime) -> int | None: ...
+
+    async def add_session(self, session_hash: str, owner_id: int, now: datetime, expires_at: datetime) -> None: ...
+
+    async def session_owner(self, session_hash: str, now: datetime) -> int | None: ...
+
+    async def revoke_sessions(self, owner_id: int, now: datetime) -> int: ...
+
+
+# The outside world: models, the channels' files
+class ChatModel(Protocol):
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        """One model call; raises ModelError (or a subclass) when there is no usable reply."""
+        ...
+
+    async def close(self) -> None:
+        """Release the connections (the process is shutting down)."""
+        ...
+
+class AudioSource(Protocol):
+    """One channel's way to fetch a voice note's audio into memory.
+
+    Raises AudioTooLarge past ``max_bytes`` (declared or read) and AudioUnavailable when the
+    platform cannot hand it over.
+    """
+
+    async def fetch(self, note: VoiceNote, max_bytes: int) -> bytes: ...
+
+class Transcriber(Protocol):
+    """An OpenAI-compatible transcription endpoint; raises ModelError when there is no text."""
+
+    async def transcribe(self, model: str, audio: Audio) -> Transcript: ...
+
+    async def close(self) -> None: ...
+
+class MediaSource(Protocol):
+    """One channel's way to fetch a photo's or document's bytes into memory.
+
+    Raises AttachmentTooLarge past ``max_bytes`` (declared or read) and AttachmentUnavailable
+    when the platform cannot hand it over (or the reference is not the channel's own).
+    """
+
+    async def fetch_media(self, media: MediaRef, max_bytes: int) -> bytes: ...
+
+
+# A channel's side
+class ReplySink(Protocol):
+    """The channel's way back to the owner at ``to``; raises DeliveryFailed when it gives up."""
+
+    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None: ...
+
+class PageLinks(Protocol):
+    """The memory page's sign-in links (core.page.access), when the page is on."""
+
+    async def link(self, owner_id: int) -> str: ...
+
+    async def revoke(self, owner_id: int) -> int: ...
+
+class TaskRuns(Protocol):
+    """Runs a scheduled task's instruction as an agent turn (core.agent.scheduled)."""
+
+    async def run(self, owner: Owner, schedule: Schedule) -> str: ...

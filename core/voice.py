@@ -21,7 +21,6 @@ records its usage row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from core.message import VoiceNote
 
@@ -70,23 +69,6 @@ class Transcript:
     tokens_in: int = 0
     tokens_out: int = 0
 
-
-class AudioSource(Protocol):
-    """One channel's way to fetch a voice note's audio into memory.
-
-    Raises AudioTooLarge past ``max_bytes`` (declared or read) and AudioUnavailable when the
-    platform cannot hand it over.
-    """
-
-    async def fetch(self, note: VoiceNote, max_bytes: int) -> bytes: ...
-
-
-class Transcriber(Protocol):
-    """An OpenAI-compatible transcription endpoint; raises ModelError when there is no text."""
-
-    async def transcribe(self, model: str, audio: Audio) -> Transcript: ...
-
-    async def close(self) -> None: ...
 
 
 def refusal(note: VoiceNote, can_listen: bool) -> str | None:

@@ -56,23 +56,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Collection, Mapping
-from contextlib import AbstractAsyncContextManager, nullcontext
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import timedelta
-from typing import Protocol
 
 from core.agent.listening import Listener
 from core.agent.slots import DEFAULT_SLOTS, WorkSlots
 from core.agent.store_retries import StoreRetries
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.agent.turn_context import TurnOrigin, begin
-from core.attachments.model import NO_VISION_ALONE, MediaSource
+from core.attachments.model import NO_VISION_ALONE
 from core.attachments.reading import AttachmentReader
 from core.errors import DeliveryFailed
 from core.message import Appended, Inbound, NewMessage, Role, StoredMessage
 from core.owner import Identity, Owner
+from core.ports import AudioSource, MediaSource, ReplySink, TurnLocks
 from core.replies import Reply
-from core.voice import AudioSource
 
 log = logging.getLogger("nod.agent")
 TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try again."
@@ -82,17 +81,6 @@ SEND_DEADLINE = timedelta(minutes=4)  # ... because a delivery (its retries and 
 TOO_LATE = ("Sorry, I was interrupted and couldn't answer your message of {when} in time. "
             "If you still need it, please ask again.")
 
-
-class ReplySink(Protocol):
-    """The channel's way back to the owner at ``to``; raises DeliveryFailed when it gives up."""
-
-    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None: ...
-
-
-class TurnLocks(Protocol):
-    """One turn per owner across worker processes (a PostgreSQL advisory lock)."""
-
-    def turn(self, owner_id: int) -> AbstractAsyncContextManager[None]: ...
 
 
 class Conductor:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from core.agent.budgets import AGENT_MAX_TOKENS, memory_max_tokens, scaled
-from core.agent.model import ChatModel, ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
+from core.agent.model import ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
 from core.agent.slots import waiting_elsewhere
-from core.agent.usage import PriceTable, UsageLedger, UsageRecord
+from core.agent.usage import PriceTable, UsageRecord
 from core.clock import Clock
 from core.errors import (
     AnswerCut,
@@ -33,8 +33,9 @@ from core.errors import (
     ModelUnavailable,
     UnreadableAnswer,
 )
+from core.ports import ChatModel, Transcriber, UsageLedger
 from core.structured import Answer, json_object_in, parse_answer, strict_schema
-from core.voice import Audio, Transcriber, Transcript, audio_seconds
+from core.voice import Audio, Transcript, audio_seconds
 
 log = logging.getLogger("nod.gateway")
 T = TypeVar("T")

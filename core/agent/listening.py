@@ -16,8 +16,8 @@ from core.agent.gateway import Gateway
 from core.agent.slots import waiting_elsewhere
 from core.errors import AudioTooLarge, NodError, VoiceError
 from core.message import NewMessage, StoredMessage, VoiceNote
-from core.ports import Messages
-from core.voice import MAX_AUDIO_BYTES, MAX_TRANSCRIPT_CHARS, SILENT, TOO_BIG, UNHEARD, Audio, AudioSource, refusal
+from core.ports import AudioSource, Messages
+from core.voice import MAX_AUDIO_BYTES, MAX_TRANSCRIPT_CHARS, SILENT, TOO_BIG, UNHEARD, Audio, refusal
 
 log = logging.getLogger("nod.agent.voice")
 

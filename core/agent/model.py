@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 Message = Mapping[str, Any]  # "content" is a string, or (an owner's message with images) OpenAI's content parts
 
@@ -86,11 +86,3 @@ class ChatRequest:
     max_tokens: int | None = None  # the answer's budget, sized for its purpose (core.agent.budgets)
 
 
-class ChatModel(Protocol):
-    async def complete(self, request: ChatRequest) -> ChatReply:
-        """One model call; raises ModelError (or a subclass) when there is no usable reply."""
-        ...
-
-    async def close(self) -> None:
-        """Release the connections (the process is shutting down)."""
-        ...

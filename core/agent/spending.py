@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from core.agent.usage import UsageLedger, month_start, period_key
+from core.agent.usage import month_start, period_key
 from core.clock import Clock
 from core.owner import Owner
-from core.ports import Owners
+from core.ports import Owners, UsageLedger
 
 _YES = re.compile(r"(yes|y|yeah|yep|sure|ok|okay|go ahead|continue|please do)\b[\s.!]*", re.IGNORECASE)
 

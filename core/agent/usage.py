@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
 from zoneinfo import ZoneInfo
 
 Price = tuple[float, float] | tuple[float, float, float]  # input, output[, cached input]
@@ -128,11 +127,3 @@ def render_usage(today: list[PurposeTotal], month: list[PurposeTotal], limit: fl
 
 
 
-class UsageLedger(Protocol):
-    """Where usage rows go and what the spending limit reads back."""
-
-    async def record(self, row: UsageRecord) -> None: ...
-
-    async def spent_since(self, owner_id: int, start: datetime) -> float: ...
-
-    async def by_purpose(self, owner_id: int, start: datetime) -> list[PurposeTotal]: ...

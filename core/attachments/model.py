@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 MAX_IMAGE_PIXELS = 50_000_000  # a 48-megapixel phone photo fits; decoding one is bounded (draft mode)
@@ -85,15 +85,6 @@ class MediaRef:
             return f"[sent an image: {self.filename}]" if self.filename else "[sent a photo]"
         return f"[sent a document: {described_file(self.filename, self.content_type, self.size_bytes)}]"
 
-
-class MediaSource(Protocol):
-    """One channel's way to fetch a photo's or document's bytes into memory.
-
-    Raises AttachmentTooLarge past ``max_bytes`` (declared or read) and AttachmentUnavailable
-    when the platform cannot hand it over (or the reference is not the channel's own).
-    """
-
-    async def fetch_media(self, media: MediaRef, max_bytes: int) -> bytes: ...
 
 
 def described_file(filename: str | None, content_type: str | None, size_bytes: int | None) -> str:

@@ -36,13 +36,12 @@ from core.attachments.model import (
     UNSEEN,
     MediaKind,
     MediaRef,
-    MediaSource,
     max_bytes,
     refusal,
 )
 from core.errors import AttachmentError, AttachmentTooLarge
 from core.message import StoredMessage
-from core.ports import Messages
+from core.ports import MediaSource, Messages
 
 log = logging.getLogger("nod.attachments")
 READ_DEADLINE_S = 30.0  # a PDF that takes longer to read is given up on (the thread finishes on its own)

@@ -20,7 +20,7 @@ Address = TypeVar("Address")
 
 
 class Answering(Generic[Address]):
-    def __init__(self, channel: str, send: Callable[[Address, str], Awaitable[None]]) -> None:
+    def __init__(self, channel: str, send: Callable[[Address, str], Coroutine[Any, Any, None]]) -> None:
         self._channel = channel
         self._send = send
         self._tasks: set[asyncio.Task[None]] = set()

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 from core.agent.conductor import Conductor
 from core.inbox.digests import Digests
 from core.owner import Owner
-from core.ports import Messages, Schedules
+from core.ports import Messages, PageLinks, Schedules
 from core.schedules.tool import described
 
 COMMANDS: dict[str, str] = {
@@ -38,13 +37,6 @@ HELP = (
     + "\n".join(f"/{name} — {what}" for name, what in COMMANDS.items())
 )
 
-
-class PageLinks(Protocol):
-    """The memory page's sign-in links (core.page.access), when the page is on."""
-
-    async def link(self, owner_id: int) -> str: ...
-
-    async def revoke(self, owner_id: int) -> int: ...
 
 
 def command_argument(text: str) -> str:

@@ -16,10 +16,9 @@ import logging
 from collections.abc import Mapping
 from dataclasses import replace
 
-from core.agent.conductor import ReplySink
 from core.errors import DeliveryFailed
 from core.owner import Identity, Owner
-from core.ports import Owners
+from core.ports import Owners, ReplySink
 from core.replies import Reply
 
 log = logging.getLogger("nod.inbox.routing")

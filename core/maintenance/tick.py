@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
-from typing import Protocol
 
 from core.agent.spending import Spending
 from core.clock import Clock
@@ -21,21 +19,11 @@ from core.maintenance.reflect import Reflector, ReflectReport
 from core.maintenance.repair import repair
 from core.memory.model import MemoryDocument
 from core.owner import Owner
-from core.ports import Changed, MemoryRepository, Owners
+from core.ports import Changed, MemoryRepository, OwnerLocks, Owners
 
 log = logging.getLogger("nod.maintenance")
 MINUTE = 7
 
-
-class OwnerLocks(Protocol):
-    def hold(self, owner_id: int) -> LockContext: ...
-
-
-class LockContext(Protocol):
-    async def __aenter__(self) -> bool: ...
-
-    async def __aexit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                        tb: TracebackType | None) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -16,26 +16,15 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Protocol
+from datetime import timedelta
 
 from core.clock import Clock
+from core.ports import PageSessions
 
 LINK_LIFETIME = timedelta(minutes=15)
 SESSION_LIFETIME = timedelta(days=30)
 PAGE_PATH = "/settings/memory"
 
-
-class PageSessions(Protocol):
-    async def add_link(self, token_hash: str, owner_id: int, now: datetime, expires_at: datetime) -> None: ...
-
-    async def take_link(self, token_hash: str, now: datetime) -> int | None: ...
-
-    async def add_session(self, session_hash: str, owner_id: int, now: datetime, expires_at: datetime) -> None: ...
-
-    async def session_owner(self, session_hash: str, now: datetime) -> int | None: ...
-
-    async def revoke_sessions(self, owner_id: int, now: datetime) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import datetime, timedelta
-from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from core.agent.conductor import SEND_DEADLINE, ReplySink
+from core.agent.conductor import SEND_DEADLINE
 from core.agent.turn_context import TurnOrigin
 from core.clock import Clock
 from core.errors import DeliveryFailed
 from core.message import NewMessage, Role
 from core.owner import Identity, Owner
-from core.ports import Messages, Owners, Schedules
+from core.ports import Messages, Owners, ReplySink, Schedules, TaskRuns
 from core.replies import Reply
 from core.schedules.model import DueRun, Kind, Schedule, next_run, spoken_time
 
@@ -37,11 +36,6 @@ TASK_TURNS = 4  # scheduled tasks' agent turns at once in a process; reminders n
 NOTICE_LINES = 10  # a notice names at most this many schedules
 MAX_WAIT_S = 1.0  # the longest a tick sleeps: a schedule made on another worker is due within a second
 
-
-class TaskRuns(Protocol):
-    """Runs a scheduled task's instruction as an agent turn (core.agent.scheduled)."""
-
-    async def run(self, owner: Owner, schedule: Schedule) -> str: ...
 
 
 def advance(schedule: Schedule, zone: str, after: datetime) -> tuple[datetime, datetime] | None:

@@ -27,11 +27,9 @@ from adapters.storage.migrations import migrate
 from adapters.storage.objects import ObjectStore
 from adapters.storage.owner_store import OwnerStore
 from adapters.storage.usage_store import UsageStore
-from core.agent.usage import UsageLedger
 from core.clock import FixedClock
 from core.history.search import Database
-from core.maintenance.tick import OwnerLocks
-from core.ports import Keys, MemoryRepository, Messages, Owners
+from core.ports import Keys, MemoryRepository, Messages, OwnerLocks, Owners, UsageLedger
 from tests.fakes.ports import (
     FixedKeys,
     MemoryDocuments,
