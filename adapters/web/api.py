@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from adapters.web import gmail
-from adapters.web.page import COOKIE, SERVICES, export, export_json, full_view, signed_in
+from adapters.web.page import COOKIE, SERVICES, cancel_schedule, export, export_json, full_view, signed_in
 from core.errors import Conflict, EditedElsewhere, InvalidInput, MailError, MemoryFull, NodError, NotFound, StorageError
 from core.gmail.model import CALLBACK_PATH
 from core.memory.model import AREA_TITLES
@@ -157,14 +157,7 @@ async def _forget_skill(request: web.Request, owner: Owner, body: dict[str, Any]
 
 
 async def _cancel_schedule(request: web.Request, owner: Owner, body: dict[str, Any]) -> web.Response:
-    """Cancel one of the owner's reminders or tasks; another owner's id is as unknown as a made-up one."""
-    page, raw = request.app[SERVICES], request.match_info["id"]
-    cancelled = None
-    if raw.isdecimal() and len(raw) <= 9 and page.schedules is not None:
-        cancelled = await page.schedules.cancel(owner.id, int(raw), page.clock.now())
-    if cancelled is None:
-        raise NotFound("No such reminder or task.")
-    return web.json_response({"cancelled": cancelled.id})
+    return web.json_response({"cancelled": await cancel_schedule(request, owner)})
 
 
 async def _settings(request: web.Request, owner: Owner, body: dict[str, Any]) -> web.Response:

@@ -21,7 +21,17 @@ import aiohttp_jinja2
 from aiohttp import web
 from multidict import MultiDictProxy
 
-from adapters.web.page import COOKIE, DONE, GMAIL_OFF, SERVICES, SIGNED_OUT, message_page, render_page, signed_in
+from adapters.web.page import (
+    COOKIE,
+    DONE,
+    GMAIL_OFF,
+    SERVICES,
+    SIGNED_OUT,
+    cancel_schedule,
+    message_page,
+    render_page,
+    signed_in,
+)
 from core.errors import Conflict as ConflictError
 from core.errors import (
     EditedElsewhere,
@@ -150,12 +160,7 @@ async def _settings(request: web.Request, owner: Owner, form: Form) -> Done:
 
 
 async def _cancel_schedule(request: web.Request, owner: Owner, form: Form) -> Done:
-    page, raw = request.app[SERVICES], request.match_info["id"]
-    cancelled = None
-    if raw.isdecimal() and len(raw) <= 9 and page.schedules is not None:
-        cancelled = await page.schedules.cancel(owner.id, int(raw), page.clock.now())
-    if cancelled is None:
-        raise NotFound("No such reminder or task.")
+    await cancel_schedule(request, owner)
     return Done("cancelled", "schedules", "Cancelled.")
 
 

@@ -162,6 +162,17 @@ def _signed_out() -> web.Response:
     return message_page(401, "Memory", SIGNED_OUT)
 
 
+async def cancel_schedule(request: web.Request, owner: Owner) -> int:
+    """Cancel the owner's reminder or task named in the path; another owner's id is as unknown as a made-up one."""
+    page, raw = request.app[SERVICES], request.match_info["id"]
+    cancelled = None
+    if raw.isdecimal() and len(raw) <= 9 and page.schedules is not None:
+        cancelled = await page.schedules.cancel(owner.id, int(raw), page.clock.now())
+    if cancelled is None:
+        raise NotFound("No such reminder or task.")
+    return cancelled.id
+
+
 async def export(request: web.Request, owner: Owner) -> web.Response:
     page = request.app[SERVICES]
     markdown = render_export((await page.memory.load(owner.id)).document, owner.name)
