@@ -24,21 +24,28 @@ from bot import cli_data, cli_gmail, cli_history, cli_memory, cli_operator, cli_
 from bot.cli_parser import parser as _parser
 from bot.doctor import doctor
 from bot.home import DATABASE_FILE, MissingDatabase, database_url_in
+from bot.identities import linked
 from bot.logs import configure_logging
 from bot.settings import Settings, load_settings
 from bot.wiring import Services, services
 from core.errors import ConfigError, NodError
+from core.owner import Identity
 
 log = logging.getLogger("nod.cli")
+
+
+def _links(args: argparse.Namespace) -> tuple[Identity, ...]:
+    """The identities the command names, checked by each channel's own parser (bot.identities)."""
+    return linked(args.link, {"telegram": args.telegram, "whatsapp": args.whatsapp})
 
 
 def _action(args: argparse.Namespace, settings: Settings) -> Callable[[Services], Awaitable[str]]:
     key = (args.command, getattr(args, "archive_action", None) or getattr(args, "action", None))
     table: dict[tuple[str, str | None], Callable[[Services], Awaitable[str]]] = {
         ("init", None): lambda s: cli_operator.init(s, settings, args.created),
-        ("owners", "add"): lambda s: cli_owners.owners_add(s, args.name, args.telegram, args.whatsapp, args.tz),
-        ("owners", "link"): lambda s: cli_owners.owners_link(s, args.name, args.telegram, args.whatsapp),
-        ("owners", "unlink"): lambda s: cli_owners.owners_unlink(s, args.name, args.telegram, args.whatsapp),
+        ("owners", "add"): lambda s: cli_owners.owners_add(s, args.name, _links(args), args.tz),
+        ("owners", "link"): lambda s: cli_owners.owners_link(s, args.name, _links(args)),
+        ("owners", "unlink"): lambda s: cli_owners.owners_unlink(s, args.name, _links(args)),
         ("owners", "list"): lambda s: cli_owners.owners_list(s, args.json),
         ("owners", "rename"): lambda s: cli_owners.owners_rename(s, args.old, args.new),
         ("owners", "remove"): lambda s: cli_owners.owners_remove(s, args.name, args.yes, sys.stdin),

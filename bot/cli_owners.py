@@ -20,44 +20,24 @@ from core.errors import InvalidInput
 from core.owner import Identity
 
 
-def _links(telegram: list[str], whatsapp: list[str]) -> tuple[Identity, ...]:
-    links = tuple(Identity("telegram", _telegram_id(t)) for t in telegram)
-    return links + tuple(Identity("whatsapp", _whatsapp_number(n)) for n in whatsapp)
-
-
-def _telegram_id(raw: str) -> str:
-    if not raw.strip().isdigit():
-        raise InvalidInput(f"A Telegram id is the owner's numeric user id (ask @userinfobot), not {raw!r}.")
-    return raw.strip()
-
-
-def _whatsapp_number(raw: str) -> str:
-    number = raw.removeprefix("whatsapp:").replace(" ", "")
-    if not number.startswith("+") or not number[1:].isdigit():
-        raise InvalidInput(f"A WhatsApp number is +<digits>, not {raw!r}.")
-    return number
-
-
-async def owners_add(svc: Services, name: str, telegram: list[str], whatsapp: list[str], tz: str) -> str:
-    owner = await svc.owners.add(name, tz, _links(telegram, whatsapp), svc.clock.now())
+async def owners_add(svc: Services, name: str, links: tuple[Identity, ...], tz: str) -> str:
+    owner = await svc.owners.add(name, tz, links, svc.clock.now())
     return f"Added owner {owner.name} (id {owner.id}, {owner.time_zone})."
 
 
-async def owners_link(svc: Services, name: str, telegram: list[str], whatsapp: list[str]) -> str:
+async def owners_link(svc: Services, name: str, links: tuple[Identity, ...]) -> str:
     owner = await svc.owners.by_name(name)
-    links = _links(telegram, whatsapp)
     if not links:
-        raise InvalidInput("Name at least one --telegram ID or --whatsapp +NUMBER to link.")
+        raise InvalidInput("Name at least one --link CHANNEL:ID (or --telegram ID, --whatsapp +NUMBER) to link.")
     for link in links:
         await svc.owners.link(owner.id, link)
     return f"Linked {', '.join(f'{i.channel}:{i.external_id}' for i in links)} to {owner.name}."
 
 
-async def owners_unlink(svc: Services, name: str, telegram: list[str], whatsapp: list[str]) -> str:
+async def owners_unlink(svc: Services, name: str, links: tuple[Identity, ...]) -> str:
     owner = await svc.owners.by_name(name)
-    links = _links(telegram, whatsapp)
     if len(links) != 1:
-        raise InvalidInput("Name exactly one --telegram ID or --whatsapp +NUMBER to unlink.")
+        raise InvalidInput("Name exactly one --link CHANNEL:ID (or --telegram ID, --whatsapp +NUMBER) to unlink.")
     await svc.owners.unlink(owner.id, links[0])
     return f"Unlinked {links[0].channel}:{links[0].external_id} from {owner.name}."
 

@@ -49,6 +49,9 @@ def _json(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def _identities(parser: argparse.ArgumentParser, verb: str) -> None:
+    parser.add_argument("--link", action="append", default=[], metavar="CHANNEL:ID",
+                        help=f"an identity to {verb} on any channel (repeatable), e.g. telegram:123456789 or "
+                             "whatsapp:+351912345678")
     parser.add_argument("--telegram", action="append", default=[], metavar="ID",
                         help=f"a Telegram numeric user id to {verb} (repeatable), e.g. 123456789")
     parser.add_argument("--whatsapp", action="append", default=[], metavar="+NUMBER",

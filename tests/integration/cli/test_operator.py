@@ -137,6 +137,21 @@ def test_owners_are_renamed_unlinked_and_removed_with_everything_of_theirs(cli: 
     assert gone.returncode == 1 and "No owner named" in one_sentence(gone)
 
 
+def test_link_names_an_identity_on_any_channel_through_that_channels_own_parser(cli: Nod, here: Path) -> None:
+    """``--link CHANNEL:ID`` (issue 40): each channel checks its own ids; the older flags still work beside it."""
+    added = cli("owners", "add", "ana", "--link", "telegram:42", "--link", "WhatsApp:+351 911", "--telegram", "7")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(cli("owners", "list", "--json").stdout)[0]["identities"] == [
+        {"channel": "telegram", "external_id": "42"}, {"channel": "whatsapp", "external_id": "+351911"},
+        {"channel": "telegram", "external_id": "7"}]
+    for bad, said in (("telegram:@ana", "numeric user id"), ("whatsapp:351911", "+<digits>"),
+                      ("signal:+351911", "no channel 'signal'"), ("telegram", "CHANNEL:ID")):
+        refused = cli("owners", "link", "ana", "--link", bad)
+        assert refused.returncode == 1 and said in one_sentence(refused), (bad, refused.stderr)
+    assert cli("owners", "unlink", "ana", "--link", "telegram:7").stdout.strip() == "Unlinked telegram:7 from ana."
+    assert "exactly one" in one_sentence(cli("owners", "unlink", "ana", "--link", "telegram:42", "--telegram", "42"))
+
+
 def test_remove_asks_on_a_terminal(here: Path, cli: Nod) -> None:
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
