@@ -1,45 +1,10 @@
 """``ChatModel`` over ``openai.AsyncOpenAI`` Chat Completions, portable across servers.
 
-Only Chat Completions with function tools and ``response_format`` are used: every
-OpenAI-compatible server implements them (OpenAI, Ollama, vLLM, llama.cpp). What differs
-between them is handled here, from their own sources and issue trackers:
-
-- Structured output is ``json_schema`` with ``strict: true`` (``NOD_JSON_STRICT``; Ollama
-  and llama.cpp ignore it). A server without json_schema (llama-cpp-python: "Input should
-  be 'text' or 'json_object'") gets ``json_object`` with the schema beside it — the form
-  llama-cpp-python and llama-server turn into a grammar, and others ignore — and the schema
-  added to the one leading system message (a second system message breaks Qwen 3.5 and
-  Mistral templates: "System message must be at the beginning."). ``NOD_JSON_MODE`` picks
-  it, or the server's first refusal of json_schema teaches it, per model.
-- Every message has string content (llama-cpp-python answers 500 to ``"content": null``),
-  ``tool_choice: "auto"`` goes with the tools (without it llama-cpp-python's function-calling
-  format leaves them out of the prompt), and every call carries its budget as ``max_tokens``
-  — or ``max_completion_tokens``, with room for hidden reasoning, for a model that refuses
-  the first ("Use 'max_completion_tokens' instead": OpenAI's reasoning models), learnt once.
-- A thinking model's reasoning (``reasoning_content`` or ``reasoning``, read from the
-  SDK's extra fields) rides along on the reply so the turn can send it back; a
-  ``<think>…</think>`` block a server left in the content is cut off.
-- ``finish_reason`` and ``refusal`` are read: a refusal rides on the reply (the gateway
-  records it "refused" and raises ModelDeclined, never retried); a cut-off answer is marked so nobody takes it for a whole one.
-- A missing ``usage`` is estimated (about four characters a token) and marked, so the
-  spending limit still sees it; cached prompt tokens are counted for their lower price.
-- Images go as OpenAI's ``image_url`` content parts of the owner's message. With
-  ``NOD_AGENT_VISION=off`` — or, on ``auto``, once the server refused an image ("image_url is
-  only supported by certain models", "not a multimodal model", "image input is not supported")
-  — that message is sent as its text alone, remembered per model, and the reply says so
-  (``images_dropped``), so the turn tells the owner in one sentence.
-- A model that refuses ``temperature`` (OpenAI's reasoning models: "Only the default (1)
-  value is supported") is asked again without it, and remembered.
-
-The SDK's own retries (connection errors, 408, 409, 429 and 5xx, with backoff and
-``Retry-After``) are kept: a completion changes nothing on the server — except for a
-request the server refused as invalid, which would be refused again (``transport.py``
-marks it, also when llama-cpp-python says so with a 500, and reads at most 1 MiB of any
-answer). Everything the SDK raises becomes a ``core.errors.ModelError``; its status and a
-short form of the server's own message are logged — that sentence is what an operator needs
-("auto tool choice requires --enable-auto-tool-choice", "response_format.type: Input should
-be 'text' or 'json_object'") — without what it quotes of the request, and withheld when it
-looks like it quotes a secret.
+Only Chat Completions with function tools and ``response_format`` are used, which every
+OpenAI-compatible server implements; what differs between OpenAI, Ollama, vLLM, llama.cpp and
+llama-cpp-python (structured output, reasoning, refusals, budgets, images, temperature) is handled
+here and learnt from a server's first refusal, once per model. Each difference, with the error
+text that taught it: docs/turn.md ("The OpenAI adapter").
 """
 
 from __future__ import annotations

@@ -1,54 +1,10 @@
-"""Where channels hand over owner messages: one turn at a time per owner, stop, delivery.
+"""Where channels hand over owner messages: one turn at a time per owner, restart, stop, delivery.
 
-Every channel calls ``receive`` with an owner's message. The message is stored first (a
-redelivered one, same external id, is a no-op), then its turn runs as a task of its own.
-
-A new owner message during a turn *restarts* it: the running turn is cancelled — its
-selection and reply-check cache go with it, and its draft is never delivered — and a
-new turn answers with both messages in view, since the earlier one is already stored and
-is part of the recent conversation. Restarting is what a person does when interrupted
-mid-thought; folding the new text into a model call already in flight cannot be done
-with Chat Completions anyway. ``stop`` cancels the running turn at once; the gateway
-stops waiting for the model even when the provider ignores the cancellation.
-
-A message can arrive with asides: the text it quotes or forwards, and its attachments.
-They are stored first, each flagged (forwarded text is not the owner's words; an
-attachment is not text the owner wrote), so the turn sees them and memory cannot cite
-them, while the owner's own words — a comment, a caption — are the request itself.
-
-A voice note is stored as its placeholder, awaiting, with the reference to its audio;
-the turn hears it first (``core.agent.listening``) and answers its transcript. One Nod
-will not hear — no transcription model, or declared too long or too large — is kept
-(``keep``) as the flagged attachment only, with no turn: the front door answers it.
-
-Photos and documents are stored the same way, with the channel's reference to the file
-(``media``); the turn reads them into memory (``core.attachments.reading``) and shows them
-to the model, never storing what they hold. One that cannot be read — no vision, past the
-bounds, gone — is a sentence before the answer (``preface``, sent, not stored), or the
-whole answer when the request has no words of its own. An edit of a message still
-awaiting its answer (``edit``) restarts the turn as a new message would; an answered one
-only changes the stored words.
-
-The reply goes back to the identity the request came from (a Telegram chat, a WhatsApp
-number); the stored copy is its text form, so the conversation shows the choices offered.
-
-At most ``work_slots`` turns do server work at once in a process (``core.agent.slots``:
-waiting for a model does not count); the rest wait in arrival order. A message is stored
-(and its webhook answered) before its turn waits, so a burst is accepted at once and
-answered as fast as the turns can go, while the event loop stays free to accept more.
-
-Delivery is shielded: once a checked answer exists it is stored as Nod's message and
-handed to the reply sink even if a stop arrives in that instant, so what the owner
-received and what Nod remembers saying never differ.
-
-Nothing is lost to a crash, and nothing is said twice. The request is stored ``awaiting``
-before anything acknowledges it; storing the reply settles it in the same transaction and
-puts the reply in the outbox, and only then is it sent — a reply that could not be stored
-is never sent, and the request waits for recovery. A turn, once it holds the owner's lock,
-answers the owner's newest awaiting request (another worker may have answered its own, or
-a later one may have committed out of id order). ``recover`` answers the requests a dead
-process left awaiting — or, past ``RECOVER_WITHIN``, tells the owner it could not answer in
-time — and sends the replies it stored but never sent, once, on any worker.
+A message is stored (``awaiting``) before anything acknowledges it; its turn runs as a task,
+restarted by a newer message and cancelled by ``/stop``. Storing the reply settles the request
+and fills the outbox in one transaction, and only a stored reply is sent, so nothing is lost to a
+crash and nothing is said twice; ``recover`` answers what a dead process left. The whole story:
+docs/turn.md ("The conductor") and docs/reliability.md.
 """
 
 from __future__ import annotations
