@@ -13,13 +13,13 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
 from core.attachments.model import MediaRef
 from core.gmail.model import Connection, Consent, Grant, MailMessage, PendingConsent, RunReport
-from core.history.scope import Matcher, Scope
+from core.history.scope import Hit, Scope
 from core.memory.model import MemoryDocument
 from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage, VoiceNote
 from core.owner import Identity, Owner, OwnerSettings
@@ -366,3 +366,47 @@ class TaskRuns(Protocol):
     """Runs a scheduled task's instruction as an agent turn (core.agent.scheduled)."""
 
     async def run(self, owner: Owner, schedule: Schedule) -> str: ...
+
+
+# Search: what finds and places matches, and a narrow look-up of stored messages
+class Matcher(Protocol):
+    """Finds and orders the messages matching a query's words: the database's index, or tantivy."""
+
+    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
+        """Matches by a message's own words or its context; ``own_words``: its own words only."""
+        ...
+
+    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]: ...
+
+    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
+        """The best ``limit`` matches and how many match in all (as ``count_matches``): one
+        pass where the backend can, since a first page needs both."""
+        ...
+
+    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
+        """Messages whose own words match (never only their context), newest first."""
+        ...
+
+    async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
+        """Which of ``ids`` match (own words or context) within the scope: those ``ranked`` may list."""
+        ...
+
+    async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
+        """How many messages are indexed, and how many each word's stem matches (capped counts):
+        the thread's (the derived index) or the whole database's (its own full-text index)."""
+        ...
+
+@runtime_checkable
+class Placed(Protocol):
+    """A matcher that finds a thread's messages by their places (the derived index)."""
+
+    async def at_places(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]:
+        """The scope's messages at ``places``, each with whether it matches the words."""
+        ...
+
+class Neighbours(Protocol):
+    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
+        ...
+
+class MessageLookup(Protocol):
+    async def get_many(self, ids: Iterable[int]) -> Mapping[int, StoredMessage]: ...

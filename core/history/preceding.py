@@ -9,27 +9,13 @@ messages that match no query word. Example and measurements: docs/search.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
-from core.history.scope import Hit, Matcher, Scope
+from core.history.scope import Hit, Scope
 from core.message import StoredMessage
-from core.ports import Messages
+from core.ports import Matcher, Messages, Neighbours, Placed
 
 PRECEDING_FROM = 10  # the best matches (backend order) whose previous message may join
 
-
-@runtime_checkable
-class Placed(Protocol):
-    """A matcher that finds a thread's messages by their places (the derived index)."""
-
-    async def at_places(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]:
-        """The scope's messages at ``places``, each with whether it matches the words."""
-        ...
-
-
-class Neighbours(Protocol):
-    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
-        ...
 
 
 def _admitted(message: StoredMessage, scope: Scope) -> bool:

@@ -21,10 +21,10 @@ from core.history.cursor import MAX_OFFSET, Cursor, decode, encode, fingerprint
 from core.history.preceding import preceding
 from core.history.ranking import NEIGHBOUR_REACH, WINDOW, Frequencies, Hints, around_by_position, rerank
 from core.history.request import HistorySearchArguments, Order, SearchRequest, parse_request
-from core.history.scope import Matcher, Scope
+from core.history.scope import Scope
 from core.message import StoredMessage
 from core.owner import Owner
-from core.ports import Conversation, Keys, Messages, SearchIndex
+from core.ports import Conversation, Keys, Matcher, Messages, SearchIndex
 from core.text import QueryTerms, query_terms, stems, words
 
 MAX_EXCERPT_CHARS = 1_200

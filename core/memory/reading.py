@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from core.clock import model_time
@@ -21,15 +20,13 @@ from core.errors import InvalidInput, NotFound
 from core.memory.model import AREAS, Entry, MemoryDocument
 from core.memory.quotes import quote_matches
 from core.memory.render import label_of
-from core.message import Role, StoredMessage
+from core.message import Role
+from core.ports import MessageLookup
 from core.text import query_terms, stems
 
 MAX_FOUND = 20
 _FIELD_WEIGHTS = (("slug", 2.0), ("abstract", 1.5), ("text", 1.0))
 
-
-class MessageLookup(Protocol):
-    async def get_many(self, ids: Iterable[int]) -> Mapping[int, StoredMessage]: ...
 
 
 def _areas_hint() -> str:

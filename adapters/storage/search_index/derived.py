@@ -38,7 +38,7 @@ from adapters.storage.search_index.index_edits import IndexEdits
 from adapters.storage.search_index.index_reads import guarded
 from adapters.storage.search_index.tail import TAIL_LIMIT, WithTail, tail_messages
 from core.errors import IndexFailure
-from core.history.scope import Matcher
+from core.ports import Matcher
 
 log = logging.getLogger("nod.history.index")
 BATCH = 20_000
