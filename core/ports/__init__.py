@@ -8,24 +8,66 @@ values they carry live beside their rules (``core.message``, ``core.owner``, ``c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Generic, Protocol, TypeVar
 
-from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
-from core.attachments.model import MediaRef
-from core.gmail.model import Connection, Consent, Grant, MailMessage, PendingConsent, RunReport
-from core.history.scope import Hit, Scope
+from core.gmail.model import Connection, PendingConsent, RunReport
 from core.memory.model import MemoryDocument
-from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage, VoiceNote
+from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings
-from core.replies import Reply
+
+# every port is reachable as core.ports.NAME, wherever it is written
+from core.ports.outside import (
+    AudioSource as AudioSource,
+)
+from core.ports.outside import (
+    ChatModel as ChatModel,
+)
+from core.ports.outside import (
+    GoogleAccounts as GoogleAccounts,
+)
+from core.ports.outside import (
+    MailSource as MailSource,
+)
+from core.ports.outside import (
+    MediaSource as MediaSource,
+)
+from core.ports.outside import (
+    PageLinks as PageLinks,
+)
+from core.ports.outside import (
+    ReplySink as ReplySink,
+)
+from core.ports.outside import (
+    TaskRuns as TaskRuns,
+)
+from core.ports.outside import (
+    Transcriber as Transcriber,
+)
+from core.ports.search import (
+    Conversation as Conversation,
+)
+from core.ports.search import (
+    Matcher as Matcher,
+)
+from core.ports.search import (
+    MessageLookup as MessageLookup,
+)
+from core.ports.search import (
+    Neighbours as Neighbours,
+)
+from core.ports.search import (
+    Placed as Placed,
+)
+from core.ports.search import (
+    SearchIndex as SearchIndex,
+)
 from core.schedules.model import DueRun, Kind, Schedule
-from core.voice import Audio, Transcript
 
 T = TypeVar("T")
 
@@ -149,48 +191,6 @@ class Schedules(Protocol):
     async def last_address(self, owner_id: int) -> tuple[str, str] | None: ...
 
 
-class Conversation(Protocol):
-    """What a search reads besides its matches: the current thread, periods, neighbours, related messages."""
-
-    async def current(self, owner_id: int) -> tuple[int, int] | None:
-        """The owner's active thread and its last message id, in one read; None before the first."""
-        ...
-
-    async def count_period(self, scope: Scope) -> int: ...
-
-    async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]: ...
-
-    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]: ...
-
-    async def shown(
-        self, thread_id: int, ids: Sequence[int]
-    ) -> tuple[dict[int, StoredMessage], dict[int, tuple[int | None, int | None]]]:
-        """The messages ``ids`` (any owner's: the caller checks) and each one's neighbours
-        (before, after) in the thread, in one read: what a page of results shows."""
-        ...
-
-    async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]: ...
-
-    async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]: ...
-
-
-class SearchIndex(Protocol):
-    """A faster index kept beside the database; it says per search what may answer."""
-
-    async def usable_and_current(self, owner_id: int) -> tuple[bool, tuple[int, int] | None]:
-        """Whether the index may answer now (built from this database as it is; rebuilt when
-        not), and the owner's active thread and last message id as ``Conversation.current``
-        reads them: a search needs both first, and the index reads them in one statement."""
-        ...
-
-    async def view(
-        self, thread_id: int, snapshot: int, split: int | None = None, checked: bool = False
-    ) -> tuple[Matcher, int] | None:
-        """A Matcher for the thread up to ``snapshot`` and the split its cursors keep; None
-        when the database's own index must answer. ``checked``: ``usable_and_current`` just said so."""
-        ...
-
-
 class Keys(Protocol):
     """Secrets Nod keeps in its database (the cursor signing key), made with the database."""
 
@@ -259,24 +259,6 @@ class GmailConnections(Protocol):
     async def connected_owners(self) -> list[int]: ...
 
 
-class GoogleAccounts(Protocol):
-    """Google's OAuth 2.0 web-server flow: consent, the code exchange, refresh and revocation."""
-
-    def consent(self, state: str) -> Consent: ...
-
-    async def exchange(self, code: str, code_verifier: str | None) -> Grant: ...
-
-    async def access_token(self, refresh_token: str) -> str: ...
-
-    async def revoke(self, refresh_token: str) -> bool: ...
-
-
-class MailSource(Protocol):
-    """The owner's sent mail, newest first, decoded to headers and plain text."""
-
-    async def sent(self, access_token: str, limit: int) -> list[MailMessage]: ...
-
-
 # More storage: locks, usage, page sessions
 class TurnLocks(Protocol):
     """One turn per owner across worker processes (a PostgreSQL advisory lock)."""
@@ -311,102 +293,3 @@ class PageSessions(Protocol):
     async def session_owner(self, session_hash: str, now: datetime) -> int | None: ...
 
     async def revoke_sessions(self, owner_id: int, now: datetime) -> int: ...
-
-
-# The outside world: models, the channels' files
-class ChatModel(Protocol):
-    async def complete(self, request: ChatRequest) -> ChatReply:
-        """One model call; raises ModelError (or a subclass) when there is no usable reply."""
-        ...
-
-    async def close(self) -> None:
-        """Release the connections (the process is shutting down)."""
-        ...
-
-class AudioSource(Protocol):
-    """One channel's way to fetch a voice note's audio into memory.
-
-    Raises AudioTooLarge past ``max_bytes`` (declared or read) and AudioUnavailable when the
-    platform cannot hand it over.
-    """
-
-    async def fetch(self, note: VoiceNote, max_bytes: int) -> bytes: ...
-
-class Transcriber(Protocol):
-    """An OpenAI-compatible transcription endpoint; raises ModelError when there is no text."""
-
-    async def transcribe(self, model: str, audio: Audio) -> Transcript: ...
-
-    async def close(self) -> None: ...
-
-class MediaSource(Protocol):
-    """One channel's way to fetch a photo's or document's bytes into memory.
-
-    Raises AttachmentTooLarge past ``max_bytes`` (declared or read) and AttachmentUnavailable
-    when the platform cannot hand it over (or the reference is not the channel's own).
-    """
-
-    async def fetch_media(self, media: MediaRef, max_bytes: int) -> bytes: ...
-
-
-# A channel's side
-class ReplySink(Protocol):
-    """The channel's way back to the owner at ``to``; raises DeliveryFailed when it gives up."""
-
-    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None: ...
-
-class PageLinks(Protocol):
-    """The memory page's sign-in links (core.page.access), when the page is on."""
-
-    async def link(self, owner_id: int) -> str: ...
-
-    async def revoke(self, owner_id: int) -> int: ...
-
-class TaskRuns(Protocol):
-    """Runs a scheduled task's instruction as an agent turn (core.agent.scheduled)."""
-
-    async def run(self, owner: Owner, schedule: Schedule) -> str: ...
-
-
-# Search: what finds and places matches, and a narrow look-up of stored messages
-class Matcher(Protocol):
-    """Finds and orders the messages matching a query's words: the database's index, or tantivy."""
-
-    async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
-        """Matches by a message's own words or its context; ``own_words``: its own words only."""
-        ...
-
-    async def ranked(self, terms: Sequence[str], scope: Scope, limit: int, offset: int = 0) -> list[Hit]: ...
-
-    async def ranked_and_counted(self, terms: Sequence[str], scope: Scope, limit: int) -> tuple[list[Hit], int]:
-        """The best ``limit`` matches and how many match in all (as ``count_matches``): one
-        pass where the backend can, since a first page needs both."""
-        ...
-
-    async def newest(self, terms: Sequence[str], scope: Scope, limit: int, offset: int) -> list[int]:
-        """Messages whose own words match (never only their context), newest first."""
-        ...
-
-    async def which_match(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
-        """Which of ``ids`` match (own words or context) within the scope: those ``ranked`` may list."""
-        ...
-
-    async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
-        """How many messages are indexed, and how many each word's stem matches (capped counts):
-        the thread's (the derived index) or the whole database's (its own full-text index)."""
-        ...
-
-@runtime_checkable
-class Placed(Protocol):
-    """A matcher that finds a thread's messages by their places (the derived index)."""
-
-    async def at_places(self, terms: Sequence[str], scope: Scope, places: Sequence[int]) -> list[tuple[Hit, bool]]:
-        """The scope's messages at ``places``, each with whether it matches the words."""
-        ...
-
-class Neighbours(Protocol):
-    async def neighbours(self, thread_id: int, ids: Sequence[int], reach: int) -> dict[int, tuple[int | None, ...]]:
-        ...
-
-class MessageLookup(Protocol):
-    async def get_many(self, ids: Iterable[int]) -> Mapping[int, StoredMessage]: ...
