@@ -21,7 +21,7 @@ from adapters.storage.message_store import IMPORT_BATCH
 from bot.cli_parser import STDIN
 from bot.wiring import Services
 from core.errors import InvalidInput
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Owner
 
 IMPORT_CHANNEL = "import"
@@ -31,7 +31,7 @@ ROLES = {"owner": Role.OWNER, "user": Role.OWNER, "assistant": Role.ASSISTANT}  
 ROLES_TAKEN = 'role "owner" (or "user") or "assistant"'
 
 
-def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> tuple[NewMessage, str | None]:
+def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> tuple[Message, str | None]:
     """The line's message and, when it has no id of its own, the key earlier versions gave it.
 
     Every refusal names the line and what it lacks, in words, never a Python exception's name.
@@ -62,7 +62,7 @@ def _parse_line(number: int, line: str, zone_name: str, owner_id: int) -> tuple[
         external, legacy = line_key(line, sent_at), legacy_line_key(line)  # the time as written: no zone added
     if sent_at.tzinfo is None:
         sent_at = sent_at.replace(tzinfo=ZoneInfo(zone_name))
-    return NewMessage(owner_id, role, text, IMPORT_CHANNEL, sent_at, str(external)), legacy
+    return Message(owner_id, role, text, IMPORT_CHANNEL, sent_at, str(external)), legacy
 
 
 def _bar(done: float, width: int = 30) -> str:
@@ -81,11 +81,11 @@ class _Reading:
     number: int = 0
     read: int = 0
 
-    def next_batch(self) -> list[tuple[NewMessage, str | None]]:
+    def next_batch(self) -> list[tuple[Message, str | None]]:
         """Up to IMPORT_BATCH messages parsed from the next lines, each with its legacy key
         (``_parse_line``); [] at the end of the file. Runs while the batch before is in
         SQLite's thread (adapters.storage.message_import)."""
-        batch: list[tuple[NewMessage, str | None]] = []
+        batch: list[tuple[Message, str | None]] = []
         for line in self.handle:
             self.number += 1
             self.read += len(line.encode("utf-8", "surrogatepass")) if self.counted else 0
@@ -114,7 +114,7 @@ async def history_import(svc: Services, owner_name: str, path: Path, progress: T
     # lines an earlier version imported carry its keys: looked up only where any exist
     legacy = await svc.messages.holds_keys_from(owner.id, IMPORT_CHANNEL, LEGACY_KEY_PREFIX)
 
-    async def batches() -> AsyncIterator[list[NewMessage]]:
+    async def batches() -> AsyncIterator[list[Message]]:
         nonlocal seen
         while batch := reading.next_batch():
             seen += len(batch)

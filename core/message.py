@@ -8,13 +8,19 @@ the message id.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
 from core.attachments.model import MediaRef
+from core.errors import InvalidInput
 from core.owner import Identity
+from core.secrets import contains_secret
+from core.text import storable
+
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)  # the sent times both backends hold
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,15 @@ class Role(str, Enum):
 
 
 @dataclass(frozen=True)
-class NewMessage:
+class Message:
+    """A message as said: made once, when Nod receives or writes it, with the rules of a stored message applied.
+
+    Making one applies what every store would otherwise apply on its own: the sent time has a
+    zone and lies within what both backends hold (1900-2199), the text is storable
+    (``core.text.storable``) and ``secret`` is detected (``core.secrets``) — once, here, so
+    every later reader (memory, reflection) can skip a secret without looking again.
+    """
+
     owner_id: int
     role: Role
     text: str
@@ -82,29 +96,41 @@ class NewMessage:
     voice_note: VoiceNote | None = None  # a voice note waiting to be transcribed (the placeholder row)
     media: MediaRef | None = None  # a photo or document, by the channel's reference (read in the turn)
     platform_id: str | None = None  # the platform's own id of the message: an edit finds it by this
+    secret: bool = field(init=False, default=False)  # detected as it is made
+
+    def __post_init__(self) -> None:
+        if self.sent_at.tzinfo is None:
+            raise InvalidInput("A message's sent time needs a time zone.")
+        if not EARLIEST <= self.sent_at < LATEST:
+            raise InvalidInput("A message's sent time must be between the years 1900 and 2199.")
+        text, secret = _as_written(self.text)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "secret", secret)
 
 
-@dataclass(frozen=True)
-class StoredMessage:
+@dataclass(frozen=True, kw_only=True)
+class StoredMessage(Message):
+    """A message as stored: its id (shown to models as the message id), its thread, and the secret
+    flag it was given when it was written — read back as it is, never worked out again."""
+
     id: int
-    owner_id: int
     thread_id: int
-    role: Role
-    text: str
-    sent_at: datetime
-    channel: str
-    external_id: str | None
-    card_title: bool
-    attachment: bool
-    forwarded: bool
     secret: bool
-    origin: str | None
-    address: str | None = None
-    awaiting: bool = False
-    voice: bool = False
-    voice_note: VoiceNote | None = None
-    media: MediaRef | None = None
-    platform_id: str | None = None
+
+    def __post_init__(self) -> None:
+        """Read back as stored: its rules were applied when it was made."""
+
+    def edited(self, text: str) -> StoredMessage:
+        """The message with new words, made as a message is (storable, the secret flag detected
+        anew); a photo's placeholder that gets a caption becomes the owner's words."""
+        words, secret = _as_written(text)
+        return replace(self, text=words, secret=secret, attachment=self.attachment and self.media is None)
+
+
+def _as_written(text: str) -> tuple[str, bool]:
+    """The text as both backends store it, and whether it holds a secret."""
+    words = storable(text)
+    return words, contains_secret(words)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 from core.agent.turn_context import TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, MemoryDocument, Origin, Skill
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.ports import MemoryRepository, Messages, Owners
 
 Msg = tuple[str, str, str, dict[str, bool]]  # key, role, text, flags
@@ -294,12 +294,12 @@ async def seed(case: Case, owner_id: int, start: datetime, messages: Messages, m
     """Another owner's message, the owner's old one, the row's conversation, notes, skills, settings."""
     ids: dict[str, int] = {}
     other = await owners.add("Other", "UTC", (), start)
-    ids["@other"] = (await messages.append(NewMessage(other.id, Role.OWNER, REQ, "local", start))).message.id
-    old = await messages.append(NewMessage(owner_id, Role.OWNER, "seed", "local", start - timedelta(days=9)))
+    ids["@other"] = (await messages.append(Message(other.id, Role.OWNER, REQ, "local", start))).message.id
+    old = await messages.append(Message(owner_id, Role.OWNER, "seed", "local", start - timedelta(days=9)))
     ids["@seed"] = old.message.id
     for n, (key, role, words, flags) in enumerate(case.history):
         when = start - timedelta(hours=len(case.history) - n)
-        stored = await messages.append(NewMessage(owner_id, Role(role), words, "local", when, **flags))  # type: ignore[arg-type]
+        stored = await messages.append(Message(owner_id, Role(role), words, "local", when, **flags))  # type: ignore[arg-type]
         ids[key] = stored.message.id
     for path, words, origin in case.existing:
         entry = ops.make_entry(path, words, origin=origin, now=start, evidence=(Evidence(ids["@seed"]),))

@@ -3,12 +3,12 @@
 An edit finds the owner's message by the platform's own id of it (``platform_id``: a
 Telegram chat and message id), keeps the text it replaces as a row of
 ``message_versions`` — which no index and no reader of the conversation reads — and
-writes the new words in its place, with the secret flag worked out again, in one
-transaction. Migration 13's triggers move the database's full-text index to the new
-words (the message's entry and the next message's, whose context it is); the derived
-index follows the versions table by id (``adapters.storage.search_index.derived``), so the edit takes
-the same shared fence lock as an insert: on PostgreSQL a version id can then not commit
-behind one the index has passed.
+writes the new words in its place, made as a message is (``StoredMessage.edited``: the
+secret flag worked out again), in one transaction. Migration 13's triggers move the
+database's full-text index to the new words (the message's entry and the next message's,
+whose context it is); the derived index follows the versions table by id
+(``adapters.storage.search_index.derived``), so the edit takes the same shared fence lock
+as an insert: on PostgreSQL a version id can then not commit behind one the index has passed.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from adapters.storage import fence
 from adapters.storage.database import writing
 from adapters.storage.schema import message_versions, messages
 from core.message import Edited, Role, StoredMessage
-from core.secrets import contains_secret
-from core.text import storable
 
 log = logging.getLogger("nod.messages")
 
@@ -53,7 +51,6 @@ async def _edit(engine: AsyncEngine, owner_id: int, channel: str, platform_id: s
                 edited_at: datetime) -> Edited | None:
     from adapters.storage.message_store import stored_message  # the row reader lives with the store
 
-    words = storable(text_)
     query = select(messages).where(messages.c.owner_id == owner_id, messages.c.channel == channel,
                                    messages.c.platform_id == platform_id, messages.c.role == Role.OWNER.value)
     async with writing(engine) as conn:
@@ -62,14 +59,13 @@ async def _edit(engine: AsyncEngine, owner_id: int, channel: str, platform_id: s
         if row is None:
             return None
         before = stored_message(row)
-        if before.text == words:
+        wanted = before.edited(text_)  # the new words made as a message is: storable, the secret flag anew
+        if wanted.text == before.text:
             return Edited(before, changed=False)
         await conn.execute(insert(message_versions).values(
             message_id=before.id, owner_id=owner_id, text=before.text, replaced_at=edited_at))
-        # a photo's placeholder ("[sent a photo]") that gets a caption becomes the owner's words
-        attachment = before.attachment and before.media is None
         after = (await conn.execute(update(messages).where(messages.c.id == before.id).values(
-            text=words, secret=contains_secret(words), attachment=attachment).returning(*messages.c))).one()
+            text=wanted.text, secret=wanted.secret, attachment=wanted.attachment).returning(*messages.c))).one()
     log.info("message_edited owner=%s message=%s awaiting=%s", owner_id, before.id, before.awaiting)
     return Edited(stored_message(after), changed=True)
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from adapters.storage.message_rows import row_values
 from adapters.storage.message_store import MessageStore
-from core.message import NewMessage
+from core.message import Message
 
 LINE_KEY_PREFIX = "line "
 LEGACY_KEY_PREFIX = "sha1:"  # how versions before 2026-12 keyed a line without an id
@@ -45,7 +45,7 @@ def legacy_line_key(line: str) -> str:
     return LEGACY_KEY_PREFIX + _digest(line)
 
 
-async def append_in_order(store: MessageStore, owner_id: int, batches: AsyncIterator[Sequence[NewMessage]]) -> int:
+async def append_in_order(store: MessageStore, owner_id: int, batches: AsyncIterator[Sequence[Message]]) -> int:
     """Store ``batches`` in the owner's active thread, in order; how many messages were new."""
     added = 0
     inserting: asyncio.Task[int] | None = None

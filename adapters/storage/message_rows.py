@@ -1,7 +1,7 @@
 """A message as a row of the messages table, and many of them inserted at once.
 
-``row_values`` is the one place a message becomes a row: its time checked, its text made
-storable, its secret flag set (core.secrets), so every writer stores the same thing.
+``row_values`` is the one place a message becomes a row; the rules of a stored message (its
+time, storable text, the secret flag) were applied when it was made (core.message).
 
 ``insert_rows`` stores a batch (an import's: IMPORT_BATCH lines) and skips a
 redelivered external id; ``prepare`` does its Python part first, so an import can do it
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from itertools import chain
 from typing import Any
@@ -34,35 +34,26 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from adapters.storage import fence
 from adapters.storage.database import writing
 from adapters.storage.schema import messages
-from core.errors import InvalidInput
-from core.message import NewMessage
-from core.secrets import contains_secret
-from core.text import storable
+from core.message import Message
 
-EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
-LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 KEY = ("owner_id", "channel", "external_id")  # a message seen again under these is skipped
 SQLITE_MAX_PARAMETERS = 32_766  # SQLite's limit on a statement's parameters since 3.32
 
 
-def row_values(message: NewMessage, thread_id: int) -> dict[str, Any]:
-    if message.sent_at.tzinfo is None:
-        raise InvalidInput("A message's sent time needs a time zone.")
-    if not EARLIEST <= message.sent_at < LATEST:
-        raise InvalidInput("A message's sent time must be between the years 1900 and 2199.")
-    text = storable(message.text)
+def row_values(message: Message, thread_id: int) -> dict[str, Any]:
+    """The message as a row of ``thread_id``: made under core.message's rules, so written as it is."""
     return {
         "owner_id": message.owner_id,
         "thread_id": thread_id,
         "role": message.role.value,
-        "text": text,
+        "text": message.text,
         "sent_at": message.sent_at,
         "channel": message.channel,
         "external_id": message.external_id,
         "card_title": message.card_title,
         "attachment": message.attachment,
         "forwarded": message.forwarded,
-        "secret": contains_secret(text),
+        "secret": message.secret,
         "origin": message.origin,
         "address": message.address,
         "awaiting": message.awaiting,

@@ -1,10 +1,9 @@
 """Messages and threads: the conversation as stored, owner's words and Nod's alike.
 
 Appending is idempotent on (owner, channel, external id): a redelivered webhook or a
-re-run import returns the message already stored instead of a second copy. A message is
-checked for secrets as it is written, so every later reader (memory, reflection) can
-skip it without looking again. Its text is made storable first (``core.text.storable``:
-no NUL, no lone surrogate), so both backends store the same text. ``/reset`` ends the
+re-run import returns the message already stored instead of a second copy. What is
+stored is the message as it was made (``core.message.Message``: storable text, its secret
+flag detected), so both backends store the same thing. ``/reset`` ends the
 active thread and opens a new one; the old one stays stored but is no longer the
 conversation.
 
@@ -31,7 +30,7 @@ from adapters.storage.message_rows import Prepared, insert_rows, insert_statemen
 from adapters.storage.schema import messages, owners, threads
 from core.attachments.model import MediaRef
 from core.clock import Clock
-from core.message import Appended, NewMessage, Owed, Role, StoredMessage, VoiceNote
+from core.message import Appended, Message, Owed, Role, StoredMessage, VoiceNote
 
 IMPORT_BATCH = 2_000
 log = logging.getLogger("nod.messages")
@@ -59,9 +58,10 @@ def _from_values(
     address: str | None, awaiting: Any, voice: Any, voice_note: str | None, media: str | None, platform_id: str | None,
 ) -> StoredMessage:
     return StoredMessage(
-        id_, owner_id, thread_id, _ROLES.get(role) or Role(role), text, sent_at, channel, external_id,
-        bool(card_title), bool(attachment), bool(forwarded), bool(secret), origin, address, bool(awaiting),
-        bool(voice), VoiceNote.from_json(voice_note), MediaRef.from_json(media), platform_id,
+        owner_id, _ROLES.get(role) or Role(role), text, channel, sent_at, external_id, bool(card_title),
+        bool(attachment), bool(forwarded), origin, address, bool(awaiting), bool(voice),
+        VoiceNote.from_json(voice_note), MediaRef.from_json(media), platform_id,
+        id=id_, thread_id=thread_id, secret=bool(secret),
     )
 
 
@@ -120,7 +120,7 @@ class MessageStore(MessageEdits):
             )
             return int(result.scalar_one())
 
-    async def append(self, message: NewMessage) -> Appended:
+    async def append(self, message: Message) -> Appended:
         """Store one message in the active thread, or return the copy already stored.
 
         One statement in the usual case — the thread found by a subquery, the row returned
@@ -149,7 +149,7 @@ class MessageStore(MessageEdits):
             self._statements[key] = statement
         return statement
 
-    async def _append(self, message: NewMessage, statement: Any, values: dict[str, Any]) -> Appended:
+    async def _append(self, message: Message, statement: Any, values: dict[str, Any]) -> Appended:
         async with writing(self._engine, single_statement=True) as conn:
             await fence.enter(conn)
             row = (await conn.execute(statement, values)).first()
@@ -173,7 +173,7 @@ class MessageStore(MessageEdits):
         )
         return Appended(stored, created=True)
 
-    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None:
+    async def answer(self, request_id: int, owner_id: int, reply: Message) -> StoredMessage | None:
         """Store ``reply`` and settle every request of the owner up to ``request_id``, at once.
 
         The request is claimed first, in the same transaction: when it no longer awaits (a
@@ -254,7 +254,7 @@ class MessageStore(MessageEdits):
         async with self._engine.connect() as conn:
             return [stored_message(r) for r in (await conn.execute(query)).all()]
 
-    async def transcribed(self, note_id: int, transcript: NewMessage) -> StoredMessage:
+    async def transcribed(self, note_id: int, transcript: Message) -> StoredMessage:
         """Store the transcript and retire the note it came from (heard, no longer awaiting), at once.
 
         Messages are only ever appended — the derived search index relies on it — so the
@@ -296,7 +296,7 @@ class MessageStore(MessageEdits):
             newest[message.owner_id] = message
         return list(newest.values())
 
-    async def append_many(self, owner_id: int, batch: Sequence[NewMessage]) -> int:
+    async def append_many(self, owner_id: int, batch: Sequence[Message]) -> int:
         """Store a batch in the active thread in one transaction; return how many were new."""
         if not batch:
             return 0

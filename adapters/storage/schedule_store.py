@@ -27,7 +27,7 @@ from adapters.storage.message_rows import row_values
 from adapters.storage.message_store import MessageStore, stored_message
 from adapters.storage.schema import messages, owners, schedule_runs, schedules
 from core.errors import InvalidInput
-from core.message import NewMessage, StoredMessage
+from core.message import Message, StoredMessage
 from core.schedules.model import MAX_ACTIVE, MIN_REPEAT, DueRun, Kind, Schedule
 
 log = logging.getLogger("nod.storage")
@@ -179,7 +179,7 @@ class ScheduleStore:
                     taken.append(DueRun(_schedule(row), row.due_at, late=True))
         return taken
 
-    async def finish(self, run: DueRun, reply: NewMessage) -> StoredMessage | None:
+    async def finish(self, run: DueRun, reply: Message) -> StoredMessage | None:
         """Store what the run sends (and its outbox row) and mark the run sent, at once; None when
         the run was finished already (another worker, or before a restart)."""
         values = row_values(reply, await self._messages.active_thread(reply.owner_id))

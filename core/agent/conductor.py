@@ -24,7 +24,7 @@ from core.agent.turn_context import TurnOrigin, begin
 from core.attachments.model import NO_VISION_ALONE
 from core.attachments.reading import AttachmentReader
 from core.errors import DeliveryFailed
-from core.message import Appended, Inbound, NewMessage, Role, StoredMessage
+from core.message import Appended, Inbound, Message, Role, StoredMessage
 from core.owner import Identity, Owner
 from core.ports import AudioSource, MediaSource, ReplySink, TurnLocks
 from core.replies import Reply
@@ -85,12 +85,12 @@ class Conductor:
         sent_at = min(inbound.sent_at, now) if inbound.sent_at is not None else now  # a sender's clock may run ahead
         for number, aside in enumerate(inbound.asides, start=1):
             external = f"{inbound.external_id}#{number}" if inbound.external_id else None
-            await self._deps.messages.append(NewMessage(
+            await self._deps.messages.append(Message(
                 owner_id=owner.id, role=Role.OWNER, text=aside.text, channel=inbound.channel,
                 sent_at=sent_at, external_id=external, forwarded=aside.forwarded, attachment=aside.attachment,
                 origin=TurnOrigin.OWNER_MESSAGE.value, address=inbound.sender.external_id))
         return await self._deps.messages.append(
-            NewMessage(
+            Message(
                 owner_id=owner.id, role=Role.OWNER, text=inbound.text, channel=inbound.channel,
                 sent_at=sent_at, external_id=inbound.external_id,
                 card_title=inbound.card_title, attachment=inbound.attachment, forwarded=inbound.forwarded,
@@ -292,7 +292,7 @@ class Conductor:
                 if not await self._deps.messages.claim(request.id, owner.id):
                     return  # answered elsewhere meanwhile, or stopped: never a second reply
             else:
-                stored = await self._deps.messages.answer(request.id, owner.id, NewMessage(
+                stored = await self._deps.messages.answer(request.id, owner.id, Message(
                     owner.id, Role.ASSISTANT, reply.text_form(), to.channel, self._deps.clock.now(),
                     origin=TurnOrigin.OWNER_MESSAGE.value, address=to.external_id))
                 if stored is None:

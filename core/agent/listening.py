@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from core.agent.gateway import Gateway
 from core.agent.slots import waiting_elsewhere
 from core.errors import AudioTooLarge, NodError, VoiceError
-from core.message import NewMessage, StoredMessage, VoiceNote
+from core.message import Message, StoredMessage, VoiceNote
 from core.ports import AudioSource, Messages
 from core.voice import MAX_AUDIO_BYTES, MAX_TRANSCRIPT_CHARS, SILENT, TOO_BIG, UNHEARD, Audio, refusal
 
@@ -76,7 +76,7 @@ class Listener:
             log.warning("voice_transcript_refused owner=%s message=%s chars=%s", note.owner_id, note.id, len(words))
             raise _Refused(UNHEARD)
         log.info("voice_heard owner=%s message=%s chars=%s", note.owner_id, note.id, len(words))
-        return await self._messages.transcribed(note.id, NewMessage(
+        return await self._messages.transcribed(note.id, Message(
             owner_id=note.owner_id, role=note.role, text=words, channel=note.channel, sent_at=note.sent_at,
             external_id=f"{note.external_id}#voice" if note.external_id else None, forwarded=note.forwarded,
             origin=note.origin, address=note.address, awaiting=True, voice=True))

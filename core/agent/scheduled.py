@@ -28,7 +28,7 @@ class ScheduledTasks:
         thread = await self._deps.messages.active_thread(owner.id)
         ctx = await begin(owner, TurnOrigin.SCHEDULE, thread, None, self._deps.memory, self._deps.spending)
         text = INSTRUCTION.format(made=spoken_time(schedule.created_at, owner.zone), text=schedule.text)
-        request = StoredMessage(0, owner.id, thread, Role.OWNER, text, self._deps.clock.now(), "schedule", None,
-                                False, False, False, False, TurnOrigin.SCHEDULE.value)
+        request = StoredMessage(owner.id, Role.OWNER, text, "schedule", self._deps.clock.now(),
+                                origin=TurnOrigin.SCHEDULE.value, id=0, thread_id=thread, secret=False)
         outcome = await run_turn(self._deps, ctx, request)
         return outcome.reply.bounded().text_form()

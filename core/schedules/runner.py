@@ -22,7 +22,7 @@ from core.agent.conductor import SEND_DEADLINE
 from core.agent.turn_context import TurnOrigin
 from core.clock import Clock
 from core.errors import DeliveryFailed
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Identity, Owner
 from core.ports import Messages, Owners, ReplySink, Schedules, TaskRuns
 from core.replies import Reply
@@ -99,7 +99,7 @@ class Scheduler:
         owner = await self._owners.by_id(run.schedule.owner_id)
         to = await self._where(owner)
         text = await self._text(owner, run)
-        reply = NewMessage(owner.id, Role.ASSISTANT, text, to.channel if to else "schedule", self._clock.now(),
+        reply = Message(owner.id, Role.ASSISTANT, text, to.channel if to else "schedule", self._clock.now(),
                            origin=TurnOrigin.SCHEDULE.value, address=to.external_id if to else None)
         stored = await self._schedules.finish(run, reply)
         if stored is None:

@@ -25,7 +25,7 @@ from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.evidence.packet import FACTS, MessageRecord, build_packet
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.bench.retrieval import CATEGORIES, DATA, SPLITS, _session_turns
 from tests.tool_calls import history_args
 
@@ -40,7 +40,7 @@ async def _conversation(sample: dict[str, Any], db: Path, rows: dict[str, list[f
     store = MessageStore(engine, clock)
     turns = _session_turns(conv)
     await store.append_many(owner.id, [
-        NewMessage(owner.id, Role.OWNER if spk == conv["speaker_a"] else Role.ASSISTANT, text, "locomo", when, dia)
+        Message(owner.id, Role.OWNER if spk == conv["speaker_a"] else Role.ASSISTANT, text, "locomo", when, dia)
         for dia, spk, text, when in turns])
     dia_of = {m.id: m.external_id for m in await store.recent(owner.id, len(turns) + 1)}
     search = history_search(engine, store, DerivedIndex.beside(url, engine))

@@ -35,7 +35,7 @@ from typing import Any
 from openai import AsyncOpenAI
 
 from core.clock import FixedClock
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.bench.on_server import Target, session
 from tests.bench.retrieval import CATEGORIES, DATA, _session_turns
 
@@ -87,7 +87,7 @@ async def _imported(target: Target, sample: dict[str, Any], database: Path) -> t
     turns = _session_turns(conv)
     last = max(when for *_, when in turns)
     async with session(target, database, FixedClock(last + timedelta(days=1)), conv["speaker_a"], "UTC") as nod:
-        batch = [NewMessage(nod.owner.id, Role.OWNER if spk == conv["speaker_a"] else Role.ASSISTANT, text, "locomo", when, dia)
+        batch = [Message(nod.owner.id, Role.OWNER if spk == conv["speaker_a"] else Role.ASSISTANT, text, "locomo", when, dia)
                  for dia, spk, text, when in turns]
         await nod.svc.messages.append_many(nod.owner.id, batch)
     return conv["speaker_a"], last + timedelta(days=1)

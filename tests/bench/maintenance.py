@@ -21,7 +21,7 @@ from core.maintenance.reflect import Reflector
 from core.maintenance.repair import repair
 from core.maintenance.tick import MaintenanceJob
 from core.memory.model import MemoryDocument, Origin
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.bench.storage import full_document
 
 MESSAGES = 10_000
@@ -65,7 +65,7 @@ async def run_maintenance_bench() -> None:
             kept = tuple(replace(e, origin=Origin.STATED) for e in doc.entries[: len(doc.entries) - 20])
             trimmed = MemoryDocument(entries=kept)  # stated, so repair keeps them; room for 250 small adds
             await svc.memory.save(owner.id, trimmed, 0)
-            batch = [NewMessage(owner.id, Role.OWNER, f"Message number {i} about the garden and the boat", "bench",
+            batch = [Message(owner.id, Role.OWNER, f"Message number {i} about the garden and the boat", "bench",
                                 START + timedelta(minutes=i)) for i in range(MESSAGES)]
             await svc.messages.append_many(owner.id, batch)
             gateway = build_gateway(settings, svc.usage, svc.clock, (None, InstantMemoryModel()))

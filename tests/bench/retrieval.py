@@ -26,7 +26,7 @@ from adapters.storage.owner_store import OwnerStore
 from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.tool_calls import history_args
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
@@ -78,7 +78,7 @@ async def _score_conversation(sample: dict[str, Any], db: Path, totals: dict[str
     store = MessageStore(engine, clock)
     turns = _session_turns(conv)
     batch = [
-        NewMessage(owner.id, Role.OWNER if spk == conv["speaker_a"] else Role.ASSISTANT, text, "locomo", when, dia)
+        Message(owner.id, Role.OWNER if spk == conv["speaker_a"] else Role.ASSISTANT, text, "locomo", when, dia)
         for dia, spk, text, when in turns
     ]
     await store.append_many(owner.id, batch)

@@ -40,7 +40,7 @@ from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.search import HistorySearch
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Owner
 from core.text import STOP_WORDS
 from tests.tool_calls import history_args
@@ -122,8 +122,8 @@ async def timed(batch: list[Query], run: Callable[[str], Awaitable[Any]]) -> dic
     return samples
 
 
-def _message(owner_id: int, texts: list[str], i: int) -> NewMessage:
-    return NewMessage(owner_id, Role.OWNER if i % 2 == 0 else Role.ASSISTANT, texts[i], "bench",
+def _message(owner_id: int, texts: list[str], i: int) -> Message:
+    return Message(owner_id, Role.OWNER if i % 2 == 0 else Role.ASSISTANT, texts[i], "bench",
                       START + timedelta(minutes=3 * i))
 
 
@@ -137,7 +137,7 @@ async def load(url: str, texts: list[str]) -> tuple[Owner, HistorySearch, float,
     owner = await OwnerStore(engine).add("Scale", "UTC", (), clock.now())
     store = MessageStore(engine, clock)
 
-    async def batches() -> AsyncIterator[list[NewMessage]]:
+    async def batches() -> AsyncIterator[list[Message]]:
         for first in range(0, len(texts), IMPORT_BATCH):
             yield [_message(owner.id, texts, i) for i in range(first, min(first + IMPORT_BATCH, len(texts)))]
 

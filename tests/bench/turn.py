@@ -23,7 +23,7 @@ from bot.settings import Settings
 from bot.wiring import build_gateway, services
 from core.agent.conductor import Conductor
 from core.agent.model import ChatReply, ChatRequest, ToolCall
-from core.message import Inbound, NewMessage, Role
+from core.message import Inbound, Message, Role
 from core.owner import Identity, Owner
 from core.replies import Reply
 from tests.bench.scale import messages_text, percentiles, vocabulary
@@ -67,7 +67,7 @@ async def _backend(name: str, url: str, rounds: int) -> list[str]:
         rng = random.Random(4)
         texts = list(messages_text(rng, vocabulary(rng), THREAD))
         for first in range(0, THREAD, 10_000):
-            batch = [NewMessage(owner.id, Role.OWNER if i % 2 == 0 else Role.ASSISTANT, texts[i], "bench",
+            batch = [Message(owner.id, Role.OWNER if i % 2 == 0 else Role.ASSISTANT, texts[i], "bench",
                                 START + timedelta(minutes=5 * i)) for i in range(first, first + 10_000)]
             await svc.messages.append_many(owner.id, batch)
         if svc.search_index is not None:  # built before timing, as `nod run` does at start

@@ -31,7 +31,7 @@ from adapters.storage.owner_store import OwnerStore
 from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.bench import scale
 from tests.tool_calls import history_args
 
@@ -46,7 +46,7 @@ async def _worker(url: str, directory: str, texts: list[str], n: int) -> dict[st
     samples: dict[str, list[float]] = {"all": [], "common": [], "rare": [], "start": []}
     rng = random.Random(n)
     for k, query in enumerate(scale.queries(random.Random(100 + n), scale.vocabulary(random.Random(20261203)), len(texts))):
-        await store.append(NewMessage(owner.id, Role.OWNER, texts[k], "bench", scale.START + timedelta(days=3000, seconds=rng.randint(0, 10**6))))
+        await store.append(Message(owner.id, Role.OWNER, texts[k], "bench", scale.START + timedelta(days=3000, seconds=rng.randint(0, 10**6))))
         t = time.perf_counter()
         await search.search(owner, history_args({"query": query.text}))
         spent = time.perf_counter() - t

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.errors import InvalidInput
-from core.message import NewMessage, Role, StoredMessage, VoiceNote
+from core.message import Message, Role, StoredMessage, VoiceNote
 from tests.contract.conftest import NOW, Ports
 
 NOTE = VoiceNote("file-9", "voice.ogg", "audio/ogg", 1_200, 3)
@@ -18,11 +18,11 @@ async def _owner(ports: Ports, name: str = "ana") -> int:
 
 
 def _says(owner: int, text: str, at: datetime = NOW, role: Role = Role.OWNER, channel: str = "telegram",
-          external_id: str | None = None, **flags: object) -> NewMessage:
-    return NewMessage(owner, role, text, channel, at, external_id, **flags)  # type: ignore[arg-type]
+          external_id: str | None = None, **flags: object) -> Message:
+    return Message(owner, role, text, channel, at, external_id, **flags)  # type: ignore[arg-type]
 
 
-async def _stored(ports: Ports, message: NewMessage) -> StoredMessage:
+async def _stored(ports: Ports, message: Message) -> StoredMessage:
     return (await ports.messages.append(message)).message
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from core.memory import document as ops
 from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin, Skill
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.integration.harness import START
 from tests.integration.page_harness import PageSite
 
@@ -122,7 +122,7 @@ async def thirty_notes(site: PageSite) -> None:
     async def said(text: str) -> Evidence:
         nonlocal sent
         sent += timedelta(hours=7)
-        message = (await svc.messages.append(NewMessage(owner.id, Role.OWNER, text, "local", sent))).message
+        message = (await svc.messages.append(Message(owner.id, Role.OWNER, text, "local", sent))).message
         return Evidence(message.id, text)
 
     evidence: dict[str, tuple[Evidence, ...]] = {"people/dentist": (await said(RIVER),)}

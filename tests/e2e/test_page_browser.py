@@ -14,7 +14,7 @@ import pytest
 
 from core.memory import document as ops
 from core.memory.model import ArchiveReason, Evidence, Origin
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.e2e.browser_kit import PHONE, open_page, shots, stays, still_here
 from tests.fakes.google_server import mail
 from tests.fakes.model_server import FakeModelServer, structured
@@ -25,7 +25,7 @@ from tests.integration.page_harness import PageSite
 
 async def _memory(site: PageSite) -> None:
     store, owner = site.nod.svc.messages, site.nod.owner
-    said = (await store.append(NewMessage(owner.id, Role.OWNER, "my sister Ana lives in Porto", "local", START))).message
+    said = (await store.append(Message(owner.id, Role.OWNER, "my sister Ana lives in Porto", "local", START))).message
     notes = (
         ops.make_entry("people/sister", "Sister: Ana, lives in Porto", origin=Origin.INFERRED, now=START,
                        evidence=(Evidence(said.id, "my sister Ana lives in Porto"),)),

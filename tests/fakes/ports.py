@@ -9,11 +9,12 @@ They also count what was asked of them, so a test can say "the memory document w
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -24,15 +25,13 @@ from core.history.scope import Hit, Scope
 from core.memory.codec import decode
 from core.memory.document import fit_and_encode
 from core.memory.model import MemoryDocument
-from core.message import Appended, Edited, NewMessage, Owed, Role, StoredMessage
+from core.message import Appended, Edited, Message, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings, check_time_zone
 from core.ports import Changed, Saved, VersionedDocument
-from core.secrets import contains_secret
-from core.text import stem, storable
+from core.text import stem
 
 T = TypeVar("T")
 UNSCRIPTED = "(no scripted reply)"  # what QueueModel answers when nothing is scripted
-EARLIEST, LATEST = datetime(1900, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)  # adapters.storage.message_rows'
 
 
 @dataclass
@@ -42,21 +41,13 @@ class MemoryMessages:
     thread: dict[int, int] = field(default_factory=dict)
     outbox: set[int] = field(default_factory=set)
 
-    async def append(self, message: NewMessage) -> Appended:
-        if message.sent_at.tzinfo is None:
-            raise InvalidInput("A message's sent time needs a time zone.")
-        if not EARLIEST <= message.sent_at < LATEST:
-            raise InvalidInput("A message's sent time must be between the years 1900 and 2199.")
+    async def append(self, message: Message) -> Appended:
         for row in self.rows.values():
             if message.external_id is not None and (row.owner_id, row.channel, row.external_id) == (
                     message.owner_id, message.channel, message.external_id):
                 return Appended(row, created=False)
-        text = storable(message.text)
-        stored = StoredMessage(next(self._ids), message.owner_id, await self.active_thread(message.owner_id),
-                               message.role, text, message.sent_at, message.channel, message.external_id,
-                               message.card_title, message.attachment, message.forwarded, contains_secret(text),
-                               message.origin, message.address, message.awaiting, message.voice, message.voice_note,
-                               message.media, message.platform_id)
+        fields = {f.name: getattr(message, f.name) for f in dataclasses.fields(message)}
+        stored = StoredMessage(**fields, id=next(self._ids), thread_id=await self.active_thread(message.owner_id))
         self.rows[stored.id] = stored
         return Appended(stored, created=True)
 
@@ -64,7 +55,7 @@ class MemoryMessages:
         return [r for r in sorted(self.rows.values(), key=lambda r: r.id)
                 if r.owner_id == owner_id and r.awaiting and r.id <= up_to and r.voice_note is not None]
 
-    async def transcribed(self, note_id: int, transcript: NewMessage) -> StoredMessage:
+    async def transcribed(self, note_id: int, transcript: Message) -> StoredMessage:
         stored = (await self.append(transcript)).message
         self.rows[note_id] = replace(self.rows[note_id], voice_note=None, awaiting=False)
         return stored
@@ -80,12 +71,13 @@ class MemoryMessages:
         found = next((r for r in self.rows.values() if (r.owner_id, r.channel, r.platform_id) == (owner_id, channel, platform_id)), None)
         if found is None:
             return None
-        if found.text == text_:
+        edited = found.edited(text_)
+        if edited.text == found.text:
             return Edited(found, changed=False)
-        self.rows[found.id] = replace(found, text=text_)
+        self.rows[found.id] = edited
         return Edited(self.rows[found.id], changed=True)
 
-    async def answer(self, request_id: int, owner_id: int, reply: NewMessage) -> StoredMessage | None:
+    async def answer(self, request_id: int, owner_id: int, reply: Message) -> StoredMessage | None:
         if not await self.is_awaiting(request_id):
             return None
         await self.settle(owner_id, request_id)

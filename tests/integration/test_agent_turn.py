@@ -25,7 +25,7 @@ from core.errors import ModelTimeout, UnreadableAnswer
 from core.inbox.digests import Digest
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
-from core.message import Inbound, NewMessage, Role
+from core.message import Inbound, Message, Role
 from core.owner import Identity
 from core.structured import strict_schema
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
@@ -38,7 +38,7 @@ def _tool_messages(body: dict[str, Any]) -> list[str]:
 
 
 async def test_a_turn_reads_memory_searches_history_and_delivers_the_answer(nod: Harness) -> None:
-    await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "My sister Ana moved to Porto", "local", START - timedelta(days=30)))
+    await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "My sister Ana moved to Porto", "local", START - timedelta(days=30)))
     note = ops.make_entry("people/sister", "Sister: Ana", origin=Origin.STATED, now=START, evidence=(Evidence(1),))
     await nod.svc.memory.update(nod.owner.id, lambda d: ops.add_entry(d, note))
     nod.server.enqueue(AGENT, tool("memory_read", {"path": "people/sister"}),
@@ -59,9 +59,9 @@ async def test_a_turn_reads_memory_searches_history_and_delivers_the_answer(nod:
 
 
 async def test_related_older_messages_and_recent_turns_are_in_the_context(nod: Harness) -> None:
-    await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "The boat trip in Lagos was lovely", "local", START - timedelta(days=90)))
+    await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "The boat trip in Lagos was lovely", "local", START - timedelta(days=90)))
     for i in range(30):
-        await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, f"filler message {i}", "local", START - timedelta(days=1)))
+        await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, f"filler message {i}", "local", START - timedelta(days=1)))
     nod.server.enqueue(AGENT, text("Shall I book a boat trip?"))
     await nod.say("Find me another boat trip")
     body = nod.server.calls()[0]

@@ -30,7 +30,7 @@ from adapters.storage.thread_reads import ThreadReads
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.scope import Scope
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Owner
 from tests.tool_calls import history_args
 
@@ -47,7 +47,7 @@ async def _setup(tmp_path: Path) -> tuple[AsyncEngine, Owner, MessageStore, Path
 
 
 async def _say(store: MessageStore, owner: Owner, n: int, text: str) -> int:
-    stored = await store.append(NewMessage(owner.id, Role.OWNER, text, "t", T0 + timedelta(minutes=n)))
+    stored = await store.append(Message(owner.id, Role.OWNER, text, "t", T0 + timedelta(minutes=n)))
     return stored.message.id
 
 
@@ -501,7 +501,7 @@ async def test_the_tail_read_from_the_database_ranks_exactly_as_the_index_would(
     engine, owner, store, _ = await _setup(tmp_path)
     full, empty, half = (DerivedIndex(tmp_path / name, engine, catch_up_every=None) for name in ("full", "empty", "half"))
     for n, text in enumerate(TRIP):
-        await store.append(NewMessage(owner.id, Role.OWNER if n % 2 == 0 else Role.ASSISTANT, text, "t",
+        await store.append(Message(owner.id, Role.OWNER if n % 2 == 0 else Role.ASSISTANT, text, "t",
                                       T0 + timedelta(hours=3 * n)))
         if n == len(TRIP) // 2:
             await half.warm()

@@ -10,7 +10,7 @@ from core.agent.context import CONTEXT_CLOSE
 from core.agent.turn_context import TurnOrigin
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 
@@ -31,7 +31,7 @@ async def _setup(nod: Harness, count: int = 3, words: str = "We stayed at the ri
     ids = []
     for i in range(count):
         stored = await nod.svc.messages.append(
-            NewMessage(nod.owner.id, Role.OWNER, f"{words} (trip {i})", "local", START - timedelta(days=count - i)))
+            Message(nod.owner.id, Role.OWNER, f"{words} (trip {i})", "local", START - timedelta(days=count - i)))
         ids.append(stored.message.id)
     return ids
 
@@ -118,7 +118,7 @@ async def test_a_timed_out_check_delivers_the_draft(tmp_path: Path, server: Fake
 
 async def test_one_check_per_draft_and_a_new_request_clears_the_cache(nod: Harness) -> None:
     await _setup(nod)
-    request = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "Where does Ana live?", "local", START))).message
+    request = (await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "Where does Ana live?", "local", START))).message
     ctx = await nod.context(request)
     nod.server.enqueue(MEMORY, select(["people/sister"], []), rank(["people/sister"], []),
                        select(["people/sister"], []), rank(["people/sister"], []), purpose="evidence_selection")
@@ -127,7 +127,7 @@ async def test_one_check_per_draft_and_a_new_request_clears_the_cache(nod: Harne
     assert await deps.evidence.packet(ctx, request)
     assert [await deps.check.check(ctx, request, "Lisbon.", ()) for _ in range(3)] == ["Porto."] * 3
     assert len(nod.server.calls("reply_check")) == 1
-    newer = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "And Ana?", "local", START))).message
+    newer = (await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "And Ana?", "local", START))).message
     newer_ctx = await nod.context(newer)
     assert await deps.check.check(ctx, request, "Lisbon.", ()) == "Porto."  # still cached for the old request
     assert await deps.evidence.packet(newer_ctx, newer)
@@ -153,7 +153,7 @@ async def test_no_selection_outside_owner_messages_or_past_the_spending_limit(no
     await _setup(nod)
     await nod.svc.owners.update_settings(nod.owner.id, lambda now: replace(now, spending_limit_usd=1.0))
     await nod.svc.usage.record(UsageRecord(nod.owner.id, "agent", AGENT, 0, 0, 5.0, 1, "ok", START))
-    request = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "hi", "local", START))).message
+    request = (await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "hi", "local", START))).message
     for origin in (TurnOrigin.OWNER_MESSAGE, TurnOrigin.EVENT):
         assert await nod.svc.turn.evidence.packet(await nod.context(request, origin), request) is None
     assert nod.server.requests == []

@@ -17,7 +17,7 @@ from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.errors import InvalidInput, NotFound
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Owner
 from core.text import FORMS, STOP_WORDS
 from tests.tool_calls import history_args
@@ -61,7 +61,7 @@ class Chat:
     async def say(self, text: str, role: Role = Role.OWNER, at: datetime | None = None) -> int:
         self.count += 1
         when = at or T0 + timedelta(minutes=self.count)
-        stored = await self.store.append(NewMessage(self.owner.id, role, text, "test", when, f"m{self.count}"))
+        stored = await self.store.append(Message(self.owner.id, role, text, "test", when, f"m{self.count}"))
         return stored.message.id
 
     async def search(self, **args: Any) -> dict[str, Any]:

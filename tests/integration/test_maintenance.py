@@ -19,7 +19,7 @@ from bot.wiring import services
 from core.clock import FixedClock
 from core.maintenance.reflect import Reflector
 from core.memory.model import MemoryDocument
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text
 from tests.integration.harness import MEMORY, START, Harness
@@ -37,7 +37,7 @@ def reflected(*ops_: dict[str, Any], **kw: Any) -> Answer:
 
 
 async def _say(nod: Harness, words: str, ago: timedelta = timedelta(hours=1), role: Role = Role.OWNER, **flags: bool) -> int:
-    stored = await nod.svc.messages.append(NewMessage(nod.owner.id, role, words, "local", START - ago, **flags))
+    stored = await nod.svc.messages.append(Message(nod.owner.id, role, words, "local", START - ago, **flags))
     return stored.message.id
 
 
@@ -90,7 +90,7 @@ async def test_two_workers_on_postgresql_run_each_owner_once(server: FakeModelSe
     try:
         async with services(settings, FixedClock(START)) as one, services(settings, FixedClock(START)) as two:
             owner = await one.owners.add("Maya", "UTC", (), START)
-            stored = await one.messages.append(NewMessage(owner.id, Role.OWNER, "I play the cello", "local", START - timedelta(hours=1)))
+            stored = await one.messages.append(Message(owner.id, Role.OWNER, "I play the cello", "local", START - timedelta(hours=1)))
             op = add("about/cello", "Plays the cello", [stored.message.id], "I play the cello")
             server.enqueue(MEMORY, reflected(op, delay_s=0.5), reflected(op, delay_s=0.5), purpose="reflect")
             lines = await asyncio.gather(one.maintenance.run(), two.maintenance.run())

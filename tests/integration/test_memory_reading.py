@@ -13,7 +13,7 @@ from adapters.storage.fulltext import FullText
 from adapters.storage.message_store import MessageStore
 from adapters.storage.owner_store import OwnerStore
 from core.clock import SystemClock
-from core.message import NewMessage, Role
+from core.message import Message, Role
 
 NOW = datetime(2024, 6, 1, 9, 0, tzinfo=UTC)
 
@@ -25,7 +25,7 @@ async def _setup(engine: AsyncEngine) -> tuple[int, MessageStore]:
 
 async def _say(store: MessageStore, owner_id: int, text: str, role: Role = Role.OWNER, n: int = 0) -> int:
     appended = await store.append(
-        NewMessage(owner_id, role, text, "test", NOW + timedelta(minutes=n), f"x{n}-{text[:20]}")
+        Message(owner_id, role, text, "test", NOW + timedelta(minutes=n), f"x{n}-{text[:20]}")
     )
     return appended.message.id
 
@@ -35,7 +35,7 @@ async def test_related_older_messages_share_the_most_words_and_skip_recent_cards
     best = await _say(store, owner_id, "Book the Casa Ramos restaurant in Porto for dinner", n=1)
     some = await _say(store, owner_id, "Porto was rainy", n=2)
     await _say(store, owner_id, "Casa Ramos restaurant Porto dinner", Role.ASSISTANT, n=3)
-    await store.append(NewMessage(owner_id, Role.OWNER, "Restaurant Porto dinner booking", "test",
+    await store.append(Message(owner_id, Role.OWNER, "Restaurant Porto dinner booking", "test",
                                   NOW + timedelta(minutes=4), "card", card_title=True))
     await _say(store, owner_id, "restaurant porto password is hunter2hunter2", n=5)
     for i in range(6, 14):

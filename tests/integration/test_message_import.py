@@ -17,17 +17,17 @@ from adapters.storage.owner_store import OwnerStore
 from adapters.storage.schema import messages
 from core.clock import FixedClock
 from core.errors import InvalidInput
-from core.message import NewMessage, Role, VoiceNote
+from core.message import Message, Role, VoiceNote
 
 T0 = datetime(2024, 2, 29, 23, 59, 59, 123456, tzinfo=UTC)
 
 
-def _message(owner: int, n: int, text_: str, **extra: object) -> NewMessage:
+def _message(owner: int, n: int, text_: str, **extra: object) -> Message:
     role = Role.OWNER if n % 2 == 0 else Role.ASSISTANT
-    return NewMessage(owner, role, text_, "import", T0 + timedelta(minutes=n), f"line-{n}", **extra)  # type: ignore[arg-type]
+    return Message(owner, role, text_, "import", T0 + timedelta(minutes=n), f"line-{n}", **extra)  # type: ignore[arg-type]
 
 
-async def _batches(*batches: Sequence[NewMessage], fail_after: bool = False) -> AsyncIterator[Sequence[NewMessage]]:
+async def _batches(*batches: Sequence[Message], fail_after: bool = False) -> AsyncIterator[Sequence[Message]]:
     for batch in batches:
         yield batch
     if fail_after:
@@ -46,7 +46,7 @@ async def test_an_import_stores_every_column_as_a_single_append_does(engine: Asy
         {"address": "+351 912 345 678", "awaiting": True},
     ] * 4  # a batch of over 16 rows: a column of few values is bound once per value (message_rows)
     texts = ["plain words", "my card is 4111 1111 1111 1111", "a\x00b and \ud800", "ok 😀", "Ünïcödé"] * 4
-    def said(owner: int, n: int, words: str, extra: dict[str, object]) -> NewMessage:
+    def said(owner: int, n: int, words: str, extra: dict[str, object]) -> Message:
         message = _message(owner, n, words, **extra)  # every other one on a whole second: no microseconds to print
         return replace(message, sent_at=message.sent_at.replace(microsecond=0)) if n % 2 else message
 
@@ -105,7 +105,7 @@ async def test_a_reset_during_an_import_sends_the_rest_to_the_new_conversation(e
     owner = (await OwnerStore(engine).add("ana", "UTC", (), T0)).id
     store = MessageStore(engine, FixedClock(T0))
 
-    async def resetting() -> AsyncIterator[Sequence[NewMessage]]:
+    async def resetting() -> AsyncIterator[Sequence[Message]]:
         yield [_message(owner, 0, "before the reset")]
         await store.reset_thread(owner)  # the owner sends /reset while the file is read
         yield [_message(owner, 1, "after the reset")]

@@ -22,7 +22,7 @@ from core.agent.usage import render_usage
 from core.inbox.digests import Digest
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.fakes.model_server import Answer, FakeModelServer, purpose_of, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 
@@ -43,7 +43,7 @@ async def _next_id(nod: Harness) -> int:
 
 
 async def _with_note(nod: Harness) -> None:
-    await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "We stayed at the river hotel in Porto", "local",
+    await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "We stayed at the river hotel in Porto", "local",
                                              START - timedelta(days=3)))
     note = ops.make_entry("people/sister", "Sister: Ana, lives in Porto", origin=Origin.STATED, now=START,
                           evidence=(Evidence(1, "Ana lives in Porto"),))
@@ -211,7 +211,7 @@ async def test_an_apology_is_delivered_but_never_stored_or_shown_to_the_model_ag
 async def test_evidence_selection_sees_the_recent_turns_the_date_and_searches_a_period(nod: Harness) -> None:
     owner = nod.owner.id
     for days, words in ((10, "The dentist appointment was moved"), (5, "The dentist appointment is on Saturday")):
-        await nod.svc.messages.append(NewMessage(owner, Role.OWNER, words, "local", START - timedelta(days=days)))
+        await nod.svc.messages.append(Message(owner, Role.OWNER, words, "local", START - timedelta(days=days)))
     nod.server.enqueue(AGENT, text("Noted, a dentist appointment."))
     await nod.say("I booked the dentist")
     select = {"notes": [], "totals": False,
@@ -253,8 +253,8 @@ async def test_two_consecutive_turns_share_a_cacheable_prefix(nod: Harness, caps
                               origin=Origin.STATED, now=START, evidence=(Evidence(1),))
         await nod.svc.memory.update(owner, lambda d, note=note: ops.add_entry(d, note))
     for n in range(11):  # a conversation of 22 messages: the window holds them all until 30
-        await nod.svc.messages.append(NewMessage(owner, Role.OWNER, f"Question {n} about the week's plans", "local", START))
-        await nod.svc.messages.append(NewMessage(owner, Role.ASSISTANT, f"Answer {n}: here is what I know.", "local", START))
+        await nod.svc.messages.append(Message(owner, Role.OWNER, f"Question {n} about the week's plans", "local", START))
+        await nod.svc.messages.append(Message(owner, Role.ASSISTANT, f"Answer {n}: here is what I know.", "local", START))
     nod.server.enqueue(AGENT, text("The first answer."), text("The second answer."))
     await nod.say("What is on today?")
     await nod.say("And tomorrow?")

@@ -17,7 +17,7 @@ from core.clock import FixedClock
 from core.errors import AlreadyExists, NotFound
 from core.memory import document as ops
 from core.memory.model import Origin
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Identity
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -41,7 +41,7 @@ async def _reminded(engine: AsyncEngine, messages: MessageStore, owner_id: int) 
     store = ScheduleStore(engine, messages)
     await store.create(owner_id, Kind.REMINDER, "water the figs", NOW.replace(tzinfo=None), "FREQ=DAILY", NOW, NOW, None)
     [run] = await store.claim_due(NOW, NOW, NOW, advance)
-    await store.finish(run, NewMessage(owner_id, Role.ASSISTANT, "Reminder: water the figs", "telegram", NOW))
+    await store.finish(run, Message(owner_id, Role.ASSISTANT, "Reminder: water the figs", "telegram", NOW))
 
 
 async def test_removing_an_owner_deletes_all_of_theirs_and_nothing_else(engine: AsyncEngine) -> None:
@@ -52,7 +52,7 @@ async def test_removing_an_owner_deletes_all_of_theirs_and_nothing_else(engine: 
         owner = await owners.add(name, "UTC", (Identity("telegram", telegram),), NOW)
         ids[name] = owner.id
         for n in range(3):
-            await messages.append(NewMessage(owner.id, Role.OWNER, f"{name} says figs {n}", "telegram", NOW, f"{name}-{n}"))
+            await messages.append(Message(owner.id, Role.OWNER, f"{name} says figs {n}", "telegram", NOW, f"{name}-{n}"))
         await memory.update(owner.id, lambda d, name=name: ops.add_entry(d, ops.make_entry(
             "about/figs", f"{name} likes figs", origin=Origin.STATED, now=NOW)))
         await _reminded(engine, messages, owner.id)

@@ -14,7 +14,7 @@ import pytest
 from bot.cli_data import memory_show
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin, Skill
-from core.message import Inbound, NewMessage, Role
+from core.message import Inbound, Message, Role
 from core.owner import Identity
 from core.secrets import find_secret
 from tests.fakes.model_server import FakeModelServer
@@ -40,8 +40,8 @@ async def maya(site: PageSite) -> AsyncIterator[PageClient]:
 async def _sister(site: PageSite) -> int:
     """A note from Maya's own message (and Nod's reply beside it, which must never show)."""
     store = site.nod.svc.messages
-    said = (await store.append(NewMessage(site.nod.owner.id, Role.OWNER, "my sister Ana lives in Porto", "local", START))).message
-    await store.append(NewMessage(site.nod.owner.id, Role.ASSISTANT, "Noted, Porto is lovely.", "local", START))
+    said = (await store.append(Message(site.nod.owner.id, Role.OWNER, "my sister Ana lives in Porto", "local", START))).message
+    await store.append(Message(site.nod.owner.id, Role.ASSISTANT, "Noted, Porto is lovely.", "local", START))
     entry = ops.make_entry("people/sister", "Sister: Ana, lives in Porto", origin=Origin.INFERRED, now=START,
                            evidence=(Evidence(said.id, "my sister Ana lives in Porto"),))
     await site.nod.svc.memory.update(site.nod.owner.id, lambda d: ops.add_entry(d, entry))
@@ -107,7 +107,7 @@ async def test_the_view_shows_labels_and_only_the_owners_own_words_as_sources(si
 async def test_a_source_that_was_a_voice_note_says_so_on_the_page_and_in_nod_memory_show(
         site: PageSite, maya: PageClient) -> None:
     store = site.nod.svc.messages
-    said = (await store.append(NewMessage(site.nod.owner.id, Role.OWNER, "my brother Rui lives in Braga", "telegram",
+    said = (await store.append(Message(site.nod.owner.id, Role.OWNER, "my brother Rui lives in Braga", "telegram",
                                           START, voice=True))).message
     entry = ops.make_entry("people/brother", "Brother: Rui, lives in Braga", origin=Origin.STATED, now=START,
                            evidence=(Evidence(said.id, "my brother Rui lives in Braga"),))

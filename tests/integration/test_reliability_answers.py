@@ -24,7 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from adapters.storage.schema import messages
-from core.message import Inbound, NewMessage, Role
+from core.message import Inbound, Message, Role
 from core.owner import Identity
 from core.replies import CUT_NOTE, MAX_REPLY_CHARS
 from tests.fakes.model_server import FakeModelServer, text
@@ -255,10 +255,10 @@ async def test_a_runaway_answer_is_cut_to_the_bound_with_a_sentence(tmp_path: Pa
 async def test_a_reply_stored_by_a_process_that_died_before_sending_is_sent_once(
         tmp_path: Path, server: FakeModelServer) -> None:
     async for nod in make_harness(tmp_path, server, memory_model=None):
-        request = (await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "call mum?", "telegram", START,
+        request = (await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "call mum?", "telegram", START,
                                                              "u1", address="4242", awaiting=True))).message
         # what a process killed between storing its reply and sending it leaves
-        await nod.svc.messages.answer(request.id, nod.owner.id, NewMessage(
+        await nod.svc.messages.answer(request.id, nod.owner.id, Message(
             nod.owner.id, Role.ASSISTANT, "Yes, at six.", "telegram", START, address="4242"))
         assert await nod.conductor.recover(("telegram",)) == 0  # a live worker may still be sending it
         nod.svc.clock.set(START + timedelta(minutes=6))  # type: ignore[attr-defined]

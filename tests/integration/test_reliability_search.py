@@ -27,7 +27,7 @@ from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.history.search import HistorySearch
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Owner
 from core.tools.registry import Toolbox
 from tests.tool_calls import history_args, toolbox
@@ -45,7 +45,7 @@ async def _open(db: Path) -> tuple[AsyncEngine, MessageStore, HistorySearch]:
 async def _say(store: MessageStore, owner: Owner, texts: list[str]) -> list[int]:
     ids = []
     for n, words in enumerate(texts):
-        stored = await store.append(NewMessage(owner.id, Role.OWNER, words, "t", T0 + timedelta(minutes=n)))
+        stored = await store.append(Message(owner.id, Role.OWNER, words, "t", T0 + timedelta(minutes=n)))
         ids.append(stored.message.id)
     return ids
 
@@ -199,15 +199,15 @@ async def test_a_restore_that_rewrites_the_middle_but_not_the_last_row_is_still_
     await engine.dispose()
     shutil.copy(db, tmp_path / "backup.db")
     engine, store, search = await _open(db)
-    await store.append(NewMessage(ana.id, Role.OWNER, "pear tart", "t", T0 + timedelta(minutes=1)))
-    last = NewMessage(ana.id, Role.OWNER, "plum jam", "t", T0 + timedelta(minutes=2))
+    await store.append(Message(ana.id, Role.OWNER, "pear tart", "t", T0 + timedelta(minutes=1)))
+    last = Message(ana.id, Role.OWNER, "plum jam", "t", T0 + timedelta(minutes=2))
     await store.append(last)
     assert (await search.search(ana, history_args({"query": "pear"})))["totalMatches"] > 0  # indexed up to the last row
     await engine.dispose()
     _remove(db)
     shutil.copy(tmp_path / "backup.db", db)
     engine, store, search = await _open(db)  # a new process: its first check samples the whole index
-    await store.append(NewMessage(ana.id, Role.OWNER, "apple crumble", "t", T0 + timedelta(minutes=1)))
+    await store.append(Message(ana.id, Role.OWNER, "apple crumble", "t", T0 + timedelta(minutes=1)))
     await store.append(last)  # the same last row as the index holds: only the sample can tell
     answer = await search.search(ana, history_args({"query": "apple"}))
     assert answer["totalMatches"] == 3 and (await search.search(ana, history_args({"query": "pear"})))["totalMatches"] == 0

@@ -18,7 +18,7 @@ from adapters.storage.owner_store import OwnerStore
 from bot.logs import configure_logging
 from core.clock import FixedClock
 from core.errors import InvalidInput
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.integration.faults import FAILURE, refusing
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -39,7 +39,7 @@ async def test_a_failing_statement_logs_and_raises_no_parameters(
     try:
         async with refusing(database_url, "messages"):
             with pytest.raises(SQLAlchemyError) as failure:
-                await store.append(NewMessage(owner, Role.OWNER, SECRET_TEXT, "telegram", NOW, "u1"))
+                await store.append(Message(owner, Role.OWNER, SECRET_TEXT, "telegram", NOW, "u1"))
             logging.getLogger("nod.test").exception("store failed")  # as an edge would log it
     finally:
         configure_logging("WARNING")
@@ -56,7 +56,7 @@ async def test_text_no_driver_can_take_is_stored_the_same_on_both_backends(
         engine: AsyncEngine, sent: str, kept: str) -> None:
     owner = await _owner(engine)
     store = MessageStore(engine, FixedClock(NOW))
-    stored = await store.append(NewMessage(owner, Role.OWNER, sent, "telegram", NOW, "u1"))
+    stored = await store.append(Message(owner, Role.OWNER, sent, "telegram", NOW, "u1"))
     assert stored.message.text == kept and (await store.get(stored.message.id)).text == kept  # type: ignore[union-attr]
 
 
@@ -64,7 +64,7 @@ async def test_text_no_driver_can_take_is_stored_the_same_on_both_backends(
 async def test_a_sent_time_outside_1900_to_2199_is_refused_with_a_sentence(engine: AsyncEngine, moment: datetime) -> None:
     owner = await _owner(engine)
     with pytest.raises(InvalidInput, match="between the years 1900 and 2199"):
-        await MessageStore(engine, FixedClock(NOW)).append(NewMessage(owner, Role.OWNER, "hi", "t", moment))
+        await MessageStore(engine, FixedClock(NOW)).append(Message(owner, Role.OWNER, "hi", "t", moment))
 
 
 async def test_health_reports_a_database_that_refuses_writes(engine: AsyncEngine, database_url: str) -> None:

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from adapters.storage.schema import threads
 from core.agent.conductor import TOO_LATE
-from core.message import Inbound, NewMessage, Role
+from core.message import Inbound, Message, Role
 from core.owner import Identity
 from tests.fakes.model_server import FakeModelServer, text
 from tests.integration.harness import AGENT, START, Harness, Sink, make_harness
@@ -56,7 +56,7 @@ async def test_a_request_older_than_the_bound_gets_a_note_instead_of_a_late_answ
         tmp_path: Path, server: FakeModelServer) -> None:
     async for nod in make_harness(tmp_path, server):
         # what a process that died seven hours ago left: a request no turn answered
-        await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "book a table", "telegram",
+        await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "book a table", "telegram",
                                                  START - timedelta(hours=7), "u1", address="4242", awaiting=True))
         front = nod.svc.front_door(nod.sink)
         assert await front.recover(("telegram",)) == 1

@@ -18,7 +18,7 @@ import pytest
 
 from core.agent.model import ToolCall
 from core.agent.turn_context import TurnOrigin
-from core.message import Inbound, NewMessage, Role
+from core.message import Inbound, Message, Role
 from core.owner import Identity
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
@@ -75,7 +75,7 @@ async def _run(nod: Harness, case: Case, ids: dict[str, int]) -> dict[str, Any]:
         assert nod.sink.sent == ["Done."]  # saves are silent: only the agent's own answer arrived
         tool_results = [m for m in nod.server.calls()[1]["messages"] if m["role"] == "tool"]
         return dict(json.loads(tool_results[0]["content"]))
-    stored = await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, case.request, "local", START,
+    stored = await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, case.request, "local", START,
                                                       **case.request_flags))  # type: ignore[arg-type]
     ids["@req"] = stored.message.id
     ctx = await nod.context(stored.message, case.origin)

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from adapters.storage.schema import schedule_runs
-from core.message import Inbound, NewMessage, Role
+from core.message import Inbound, Message, Role
 from core.owner import Identity
 from core.schedules.model import Kind
 from core.schedules.runner import Scheduler
@@ -165,7 +165,7 @@ async def test_a_task_runs_as_a_turn_that_cannot_save_memory(nod: Harness, serve
 
 async def test_missed_runs_are_told_at_the_next_message_and_a_late_one_says_so(nod: Harness, server: FakeModelServer) -> None:
     await nod.svc.owners.link(nod.owner.id, MAYA)
-    await nod.svc.messages.append(NewMessage(nod.owner.id, Role.OWNER, "hi", "telegram", START, "u0", address="4242"))
+    await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "hi", "telegram", START, "u0", address="4242"))
     for words, local in (("stretch", datetime(2026, 12, 3, 10, 0)), ("call mum", datetime(2026, 12, 3, 14, 0))):
         await nod.svc.schedules.create(nod.owner.id, Kind.REMINDER, words, local, None, local.replace(tzinfo=START.tzinfo),
                                        START, None)

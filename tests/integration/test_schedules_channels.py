@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Identity
 from core.schedules.model import Kind
 from core.schedules.runner import Scheduler
@@ -26,7 +26,7 @@ RUI = "+351910000002"
 
 async def _reminder(live: Live, owner_id: int, last: Identity) -> None:
     """A reminder due at DUE for an owner whose last message came from ``last``."""
-    await live.nod.svc.messages.append(NewMessage(owner_id, Role.OWNER, "hello", last.channel, START,
+    await live.nod.svc.messages.append(Message(owner_id, Role.OWNER, "hello", last.channel, START,
                                                   f"last-{owner_id}", address=last.external_id))
     await live.nod.svc.schedules.create(owner_id, Kind.REMINDER, "call the dentist", DUE.replace(tzinfo=None), None,
                                         DUE, START, None)

@@ -24,7 +24,7 @@ from adapters.storage.owner_store import OwnerStore
 from adapters.storage.search_index.derived import DerivedIndex
 from bot.wiring import history_search
 from core.clock import SystemClock
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
 from tests.tool_calls import history_args
 
@@ -81,7 +81,7 @@ async def _answers(engine: AsyncEngine, derived: str | None = None) -> list[Any]
     await migrate(engine)
     owner = await OwnerStore(engine).add("ana", "Europe/Lisbon", (), T0)
     store = MessageStore(engine, SystemClock())
-    said = [NewMessage(owner.id, role, text, "test", T0 + timedelta(hours=5 * i), f"p{i}")
+    said = [Message(owner.id, role, text, "test", T0 + timedelta(hours=5 * i), f"p{i}")
             for i, (role, text) in enumerate(CONVERSATION)]
     index = DerivedIndex(Path(str(engine.url.database) + ".search"), engine, catch_up_every=None) if derived else None
     half = len(said) // 2 if derived == "half" else len(said)

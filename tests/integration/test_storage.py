@@ -27,7 +27,7 @@ from core.clock import FixedClock, SystemClock
 from core.errors import AlreadyExists, InvalidInput, NotFound, StaleWrite
 from core.memory import document as ops
 from core.memory.model import Origin
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.owner import Identity
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -167,7 +167,7 @@ async def _load(url: str):
 async def test_batch_import_is_idempotent(engine: AsyncEngine) -> None:
     owner = await _owner(engine)
     store = MessageStore(engine, FixedClock(NOW))
-    batch = [NewMessage(owner, Role.OWNER, f"m{i}", "import", NOW, f"id{i}") for i in range(30)]
+    batch = [Message(owner, Role.OWNER, f"m{i}", "import", NOW, f"id{i}") for i in range(30)]
     assert await store.append_many(owner, batch) == 30
     assert await store.append_many(owner, batch) == 0
     assert await store.count(owner) == 30
@@ -192,7 +192,7 @@ async def test_log_lines_carry_ids_but_never_text(engine: AsyncEngine, caplog: p
     caplog.set_level("DEBUG")
     owner = await _owner(engine)
     stored = await MessageStore(engine, FixedClock(NOW)).append(
-        NewMessage(owner, Role.OWNER, "my sister Ana lives in Porto", "telegram", NOW, "x1"))
+        Message(owner, Role.OWNER, "my sister Ana lives in Porto", "telegram", NOW, "x1"))
     await MemoryStore(ObjectStore(engine), SystemClock()).update(owner, _add("people/sister"))
     logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("nod."))
     assert f"message={stored.message.id}" in logged and f"owner={owner}" in logged
@@ -220,10 +220,10 @@ async def test_every_read_of_a_message_gives_each_column_its_own_field(engine: A
 
     owner = (await OwnerStore(engine).add("ana", "UTC", (), NOW)).id
     store = MessageStore(engine, FixedClock(NOW))
-    first = await store.append(NewMessage(owner, Role.OWNER, "first", "telegram", NOW, "t-1"))
+    first = await store.append(Message(owner, Role.OWNER, "first", "telegram", NOW, "t-1"))
     note = VoiceNote("file-9", "n.ogg", "audio/ogg", 99, 3)
     extra = {flag: True, "origin": "an origin", "address": "+351 1", "voice_note": note}
-    appended = await store.append(NewMessage(owner, Role.ASSISTANT, "second", "whatsapp", NOW, "w-2", **extra))  # type: ignore[arg-type]
+    appended = await store.append(Message(owner, Role.ASSISTANT, "second", "whatsapp", NOW, "w-2", **extra))  # type: ignore[arg-type]
     message = appended.message
     assert [getattr(message, f) for f in ("card_title", "attachment", "forwarded", "awaiting", "voice")].count(True) == 1
     by_name = await store.get(message.id)

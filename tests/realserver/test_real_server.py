@@ -29,7 +29,7 @@ from core.maintenance import reflect
 from core.maintenance.operations import Reflection
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.saving import learn, trust
 from core.skills import learned
 from core.structured import Answer
@@ -99,7 +99,7 @@ async def test_the_issues_conversation_each_message_gets_a_sentence_and_nothing_
 
 async def _seeded(real: Real) -> int:
     """A stated note and an older message, so selection, the reply check and the digest have something to read."""
-    older = (await real.svc.messages.append(NewMessage(real.owner.id, Role.OWNER, "My sister Ana moved to Porto last year",
+    older = (await real.svc.messages.append(Message(real.owner.id, Role.OWNER, "My sister Ana moved to Porto last year",
                                                       "local", NOW - timedelta(days=30)))).message
     note = ops.make_entry("people/sister-seeded", "Sister: Ana, lives in Porto", origin=Origin.STATED, now=NOW,
                           evidence=(Evidence(older.id, "sister Ana moved to Porto"),))
@@ -116,7 +116,7 @@ async def test_a_turn_with_notes_runs_selection_and_the_check_and_answers(real: 
 
 
 async def test_the_agent_tool_result_round_trip_is_accepted(real: Real) -> None:
-    request = (await real.svc.messages.append(NewMessage(real.owner.id, Role.OWNER, "What do you know about my sister?",
+    request = (await real.svc.messages.append(Message(real.owner.id, Role.OWNER, "What do you know about my sister?",
                                                         "local", NOW))).message
     ctx = await real.context(request)
     call = ToolCall("call_0", "memory_find", json.dumps({"words": "sister"}))
@@ -177,7 +177,7 @@ async def test_every_memory_model_purpose_is_accepted_and_parsed_or_cleanly_drop
 
 
 async def test_saving_forgetting_skills_and_reflection_through_their_real_paths(real: Real) -> None:
-    said = (await real.svc.messages.append(NewMessage(real.owner.id, Role.OWNER, "Remember that my boat is called Gaivota",
+    said = (await real.svc.messages.append(Message(real.owner.id, Role.OWNER, "Remember that my boat is called Gaivota",
                                                      "local", NOW))).message
     ctx = await real.context(said)
     tools = real.svc.turn.tools
@@ -185,9 +185,9 @@ async def test_saving_forgetting_skills_and_reflection_through_their_real_paths(
     await tools.run(ctx, ToolCall("c2", "manage_personal_context", json.dumps({"action": "memory_forget", "path": "about/boat"})))
     await tools.run(ctx, ToolCall("c3", "skills", json.dumps({"action": "save", "name": "book-train", "description": "Book a "
                                                                "train on CP", "body": "1. Open cp.pt. 2. Pick the date."})))
-    forwarded = (await real.svc.messages.append(NewMessage(real.owner.id, Role.OWNER, "Rui: my new number is 912 000 000",
+    forwarded = (await real.svc.messages.append(Message(real.owner.id, Role.OWNER, "Rui: my new number is 912 000 000",
                                                           "local", NOW - timedelta(hours=2), forwarded=True))).message
-    await real.svc.messages.append(NewMessage(real.owner.id, Role.OWNER, "I started learning the cello last month",
+    await real.svc.messages.append(Message(real.owner.id, Role.OWNER, "I started learning the cello last month",
                                               "local", NOW - timedelta(hours=1)))
     await real.svc.maintenance.run()
     doc = (await real.svc.memory.load(real.owner.id)).document

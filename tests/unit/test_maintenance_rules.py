@@ -22,7 +22,7 @@ from core.memory import document as ops
 from core.memory.codec import encoded_size
 from core.memory.limits import MAX_DOCUMENT_BYTES
 from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin, Status
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.fakes.ports import MemoryLocks, QueueModel
 from tests.unit.world import START, World, make_world
 
@@ -46,7 +46,7 @@ def maintenance(world: World) -> MaintenanceJob:
 
 
 async def _say(world: World, words: str, ago: timedelta = timedelta(hours=1), role: Role = Role.OWNER, **flags: bool) -> int:
-    stored = await world.messages.append(NewMessage(world.owner.id, role, words, "local", START - ago, **flags))  # type: ignore[arg-type]
+    stored = await world.messages.append(Message(world.owner.id, role, words, "local", START - ago, **flags))  # type: ignore[arg-type]
     return stored.message.id
 
 

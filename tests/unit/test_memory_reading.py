@@ -18,7 +18,7 @@ from core.memory import document as ops
 from core.memory.model import Evidence, MemoryDocument, Origin
 from core.memory.reading import memory_find, memory_read
 from core.memory.render import render_index
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.fakes.ports import MemoryMessages, MemoryOwners
 
 NOW = datetime(2024, 6, 1, 9, 0, tzinfo=UTC)
@@ -32,7 +32,7 @@ async def _setup() -> tuple[int, MemoryMessages, MemoryOwners]:
 
 async def _say(store: MemoryMessages, owner_id: int, text: str, role: Role = Role.OWNER, n: int = 0) -> int:
     appended = await store.append(
-        NewMessage(owner_id, role, text, "test", NOW + timedelta(minutes=n), f"x{n}-{text[:20]}")
+        Message(owner_id, role, text, "test", NOW + timedelta(minutes=n), f"x{n}-{text[:20]}")
     )
     return appended.message.id
 

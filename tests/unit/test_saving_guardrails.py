@@ -15,7 +15,7 @@ import pytest
 from core.agent.model import ChatReply, ToolCall
 from core.agent.turn_context import TurnOrigin
 from core.errors import ModelError, ModelUnavailable
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.fakes.ports import QueueModel
 from tests.saving_cases import (
     CASES,
@@ -88,7 +88,7 @@ async def _run(world: World, case: Case, ids: dict[str, int]) -> dict[str, Any]:
         assert world.sink.sent == ["Done."]  # saves are silent: only the agent's own answer arrived
         tool_results = [m for m in world.agent.calls()[1].messages if m["role"] == "tool"]
         return dict(json.loads(tool_results[0]["content"]))
-    stored = await world.messages.append(NewMessage(world.owner.id, Role.OWNER, case.request, "local", START,
+    stored = await world.messages.append(Message(world.owner.id, Role.OWNER, case.request, "local", START,
                                                     **case.request_flags))  # type: ignore[arg-type]
     ids["@req"] = stored.message.id
     outcome = await world.deps.tools.run(await world.context(stored.message, case.origin),

@@ -15,7 +15,7 @@ from typing import Any
 from core.agent.model import ChatReply, ToolCall
 from core.agent.turn_context import TurnOrigin
 from core.memory.model import MemoryDocument, Skill
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from core.skills.learned import MAX_SKILLS
 from tests.fakes.ports import QueueModel
 from tests.unit.world import START, World, make_world
@@ -91,7 +91,7 @@ async def test_a_sensitive_skill_is_kept_only_when_the_owner_said_so() -> None:
 
 async def test_event_runs_and_subagents_read_but_never_write() -> None:
     world = await make_world(QueueModel(), QueueModel())
-    stored = (await world.messages.append(NewMessage(world.owner.id, Role.OWNER, "go", "local", START))).message
+    stored = (await world.messages.append(Message(world.owner.id, Role.OWNER, "go", "local", START))).message
     args = json.dumps({"action": "save", "name": "x-flow", "body": "1. step"})
     for origin in (TurnOrigin.EVENT, TurnOrigin.SUBAGENT):
         outcome = await world.deps.tools.run(await world.context(stored, origin), ToolCall("c1", "skills", args))

@@ -13,7 +13,7 @@ from core.agent.model import ChatReply, ToolCall
 from core.agent.turn_context import TurnOrigin, begin
 from core.memory import document as ops
 from core.memory.model import Origin
-from core.message import NewMessage, Role
+from core.message import Message, Role
 from tests.fakes.ports import QueueModel
 from tests.unit.world import START, World, make_world
 
@@ -56,7 +56,7 @@ async def test_a_save_refreshes_the_snapshot_for_the_rest_of_the_turn() -> None:
 
 
 async def _tool_result(world: World, origin: TurnOrigin, args: dict, words: str = "Remember my sister is Ana") -> dict:  # type: ignore[type-arg]
-    stored = (await world.messages.append(NewMessage(world.owner.id, Role.OWNER, words, "local", START))).message
+    stored = (await world.messages.append(Message(world.owner.id, Role.OWNER, words, "local", START))).message
     ctx = await begin(await world.deps.owners.by_id(world.owner.id), origin, stored.thread_id, stored.id,
                       world.docs, world.deps.spending)
     outcome = await world.deps.tools.run(ctx, ToolCall("c1", "manage_personal_context", json.dumps(args)))
@@ -73,7 +73,7 @@ async def test_only_work_the_owner_started_may_save() -> None:
 
 async def test_naming_a_message_that_is_not_the_owners_refuses_the_whole_save() -> None:
     world = await make_world(QueueModel(), QueueModel())
-    nods = (await world.messages.append(NewMessage(world.owner.id, Role.ASSISTANT, "Your sister is Bea", "local",
+    nods = (await world.messages.append(Message(world.owner.id, Role.ASSISTANT, "Your sister is Bea", "local",
                                                    START))).message
     result = await _tool_result(world, TurnOrigin.OWNER_MESSAGE, {"action": "memory_learn", "message_ids": [nods.id]})
     assert result["error"] == f"Message {nods.id} is not one of the owner's own messages; nothing was saved."
@@ -82,7 +82,7 @@ async def test_naming_a_message_that_is_not_the_owners_refuses_the_whole_save() 
 
 async def test_a_stopped_request_gets_no_reply_even_when_its_turn_finishes() -> None:
     world = await make_world(QueueModel().enqueue(ChatReply("too late")))
-    stored = await world.messages.append(NewMessage(world.owner.id, Role.OWNER, "hi", "local", START, awaiting=True))
+    stored = await world.messages.append(Message(world.owner.id, Role.OWNER, "hi", "local", START, awaiting=True))
     await world.messages.settle(world.owner.id)  # /stop, or another process answered it
     assert await world.messages.answer(stored.message.id, world.owner.id,
-                                       NewMessage(world.owner.id, Role.ASSISTANT, "x", "local", START)) is None
+                                       Message(world.owner.id, Role.ASSISTANT, "x", "local", START)) is None
