@@ -32,6 +32,7 @@ from adapters.storage.page_store import PageStore
 from adapters.storage.receipts import Receipts
 from adapters.storage.schedule_store import ScheduleStore
 from adapters.storage.search_index.derived import DerivedIndex
+from adapters.storage.unit_of_work import SqlUnitOfWork
 from adapters.storage.usage_store import UsageStore
 from bot.settings import Settings, joined
 from core.agent.conductor import Conductor
@@ -109,7 +110,8 @@ class Services:
         """Reminders and scheduled tasks, sent through ``sink``. On SQLite (one process) a run a
         killed process left claimed is finished at start, on PostgreSQL after a grace period."""
         stale = timedelta(0) if is_sqlite(self.engine) else STALE_CLAIM
-        return Scheduler(self.schedules, self.owners, self.messages, sink, self.clock, ScheduledTasks(self.turn), stale)
+        return Scheduler(self.schedules, self.owners, self.messages, self.turn.uow, sink, self.clock,
+                         ScheduledTasks(self.turn), stale)
 
     def front_door(self, sink: ReplySink, audio: Mapping[str, AudioSource] | None = None,
                    media: Mapping[str, MediaSource] | None = None) -> FrontDoor:
@@ -231,11 +233,11 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         gateway = build_gateway(settings, usage, clock)
         small = settings.agent_context_tokens is not None and settings.agent_context_tokens < SMALL_CONTEXT_TOKENS
         selector = Selector(gateway, history, messages, clock, small)
-        schedules = ScheduleStore(engine, messages)
+        schedules = ScheduleStore(engine)
         tools = _toolbox(settings, gateway, (messages, memory, owners, schedules), history, clock)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
-            conversation=fulltext, clock=clock,
+            conversation=fulltext, clock=clock, uow=SqlUnitOfWork(engine, messages),
             tools=tools,
             evidence=selector, check=ReplyChecker(gateway, selector),
         )

@@ -103,6 +103,7 @@ def check_opened_file(engine: AsyncEngine) -> None:
 _IMMEDIATE = "nod_begin_immediate"
 # one lock per engine, forgotten with it (keyed by the sync engine, which the engine owns)
 _WRITE_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+_WRITERS: weakref.WeakKeyDictionary[Any, asyncio.Task[Any] | None] = weakref.WeakKeyDictionary()  # who holds it
 
 
 def _sqlite_begin(connection: Any) -> None:
@@ -132,13 +133,21 @@ async def writing(engine: AsyncEngine, single_statement: bool = False) -> AsyncI
         return
     check_opened_file(engine)
     lock = _WRITE_LOCKS.setdefault(engine.sync_engine, asyncio.Lock())
+    task = asyncio.current_task()
+    if lock.locked() and _WRITERS.get(engine.sync_engine) is task:
+        raise RuntimeError("A write inside a unit of work would wait for the unit of work itself: "
+                           "write through its transaction's stores.")
     async with lock, engine.connect() as conn:
-        if single_statement:
-            yield conn
-            return
-        conn.sync_connection.info[_IMMEDIATE] = True  # type: ignore[union-attr]
-        async with conn.begin():
-            yield conn
+        _WRITERS[engine.sync_engine] = task
+        try:
+            if single_statement:
+                yield conn
+                return
+            conn.sync_connection.info[_IMMEDIATE] = True  # type: ignore[union-attr]
+            async with conn.begin():
+                yield conn
+        finally:
+            _WRITERS.pop(engine.sync_engine, None)
 
 
 def for_reads(engine: AsyncEngine) -> AsyncEngine:

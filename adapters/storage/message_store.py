@@ -7,9 +7,9 @@ flag detected), so both backends store the same thing. ``/reset`` ends the
 active thread and opens a new one; the old one stays stored but is no longer the
 conversation.
 
-An owner's request is stored ``awaiting`` its answer. The reply is stored and the
-request settled in one transaction (``answer``), so after a crash ``awaiting_requests``
-names exactly the requests no turn finished, and a request is never answered twice.
+An owner's request is stored ``awaiting`` its answer; what answers it is stored and settles
+it in one unit of work (``append_within``, adapters.storage.requests and unit_of_work), so
+after a crash ``awaiting_requests`` names exactly the requests no turn finished.
 """
 
 from __future__ import annotations
@@ -20,13 +20,16 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from adapters.storage import fence, outbox
 from adapters.storage.database import writing
 from adapters.storage.message_edits import MessageEdits
 from adapters.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
+from adapters.storage.requests import settling
 from adapters.storage.schema import messages, owners, threads
 from core.attachments.model import MediaRef
 from core.clock import Clock
@@ -63,6 +66,13 @@ def _from_values(
         VoiceNote.from_json(voice_note), MediaRef.from_json(media), platform_id,
         id=id_, thread_id=thread_id, secret=bool(secret),
     )
+
+
+def _opening_thread(dialect_name: str) -> Any:
+    """INSERT into threads that leaves the owner's active thread alone when there is one already."""
+    insert_for = pg_insert if dialect_name == "postgresql" else sqlite_insert
+    return insert_for(threads).on_conflict_do_nothing(index_elements=[threads.c.owner_id],
+                                                      index_where=threads.c.ended_at.is_(None))
 
 
 def stored_message(row: Any) -> StoredMessage:
@@ -106,10 +116,7 @@ class MessageStore(MessageEdits):
         async with writing(self._engine) as conn:
             if conn.dialect.name == "postgresql":  # two resets at once: the second waits, then ends the first's thread
                 await conn.execute(select(owners.c.id).where(owners.c.id == owner_id).with_for_update())
-            await conn.execute(
-                update(messages).where(and_(messages.c.owner_id == owner_id, messages.c.awaiting))
-                .values(awaiting=False, voice_note=None)
-            )
+            await conn.execute(settling(owner_id, None))  # what awaited in the ended thread needs no answer
             await conn.execute(
                 update(threads)
                 .where(and_(threads.c.owner_id == owner_id, threads.c.ended_at.is_(None)))
@@ -152,49 +159,34 @@ class MessageStore(MessageEdits):
     async def _append(self, message: Message, statement: Any, values: dict[str, Any]) -> Appended:
         async with writing(self._engine, single_statement=True) as conn:
             await fence.enter(conn)
-            row = (await conn.execute(statement, values)).first()
-            if row is None:
-                existing = await conn.execute(
-                    select(messages).where(
-                        and_(
-                            messages.c.owner_id == message.owner_id,
-                            messages.c.channel == message.channel,
-                            messages.c.external_id == message.external_id,
-                        )
-                    )
-                )
-                stored = stored_message(existing.one())
-                log.info("message_redelivered owner=%s message=%s", stored.owner_id, stored.id)
-                return Appended(stored, created=False)
-        stored = stored_message(row)
-        log.info(
-            "message_stored owner=%s message=%s role=%s channel=%s secret=%s",
-            stored.owner_id, stored.id, stored.role.value, stored.channel, stored.secret,
-        )
-        return Appended(stored, created=True)
+            appended = await self._insert(conn, message, statement, values)
+        if appended.created:
+            stored = appended.message
+            log.info("message_stored owner=%s message=%s role=%s channel=%s secret=%s",
+                     stored.owner_id, stored.id, stored.role.value, stored.channel, stored.secret)
+        return appended
 
-    async def answer(self, request_id: int, owner_id: int, reply: Message) -> StoredMessage | None:
-        """Store ``reply`` and settle every request of the owner up to ``request_id``, at once.
+    async def _insert(self, conn: AsyncConnection, message: Message, statement: Any, values: dict[str, Any]) -> Appended:
+        row = (await conn.execute(statement, values)).first()
+        if row is not None:
+            return Appended(stored_message(row), created=True)
+        existing = await conn.execute(select(messages).where(
+            messages.c.owner_id == message.owner_id, messages.c.channel == message.channel,
+            messages.c.external_id == message.external_id))
+        stored = stored_message(existing.one())
+        log.info("message_redelivered owner=%s message=%s", stored.owner_id, stored.id)
+        return Appended(stored, created=False)
 
-        The request is claimed first, in the same transaction: when it no longer awaits (a
-        turn in another process answered it, or the owner said /stop) nothing is stored and
-        None comes back, so the reply is not sent. A restarted turn answers the messages
-        before its own too: they were in its view.
-        """
-        values = row_values(reply, await self.active_thread(owner_id))
-        claim = self._claiming(request_id)
-        async with writing(self._engine) as conn:
-            await fence.enter(conn)
-            if (await conn.execute(claim)).rowcount != 1:
-                log.info("reply_not_stored owner=%s answers=%s reason=settled", owner_id, request_id)
-                return None
-            row = (await conn.execute(insert(messages).values(**values).returning(*messages.c))).one()
-            await conn.execute(self._settling(owner_id, request_id))
-            await outbox.add(conn, row.id, owner_id, reply.sent_at)  # owed until the channel takes it
-        stored = stored_message(row)
-        log.info("message_stored owner=%s message=%s role=%s channel=%s answers=%s",
-                 owner_id, stored.id, stored.role.value, stored.channel, request_id)
-        return stored
+    async def append_within(self, conn: AsyncConnection, message: Message) -> Appended:
+        """``append`` inside a unit of work's transaction (adapters.storage.unit_of_work): the thread
+        found, or opened, on its connection, so it commits or rolls back with the rest."""
+        await fence.enter(conn)
+        thread_id = (await conn.execute(self._active_thread_query(message.owner_id))).scalar()
+        if thread_id is None:  # a reminder to an owner who never wrote: another writer may open it first
+            await conn.execute(_opening_thread(conn.dialect.name).values(owner_id=message.owner_id,
+                                                                        created_at=self._clock.now()))
+            thread_id = (await conn.execute(self._active_thread_query(message.owner_id))).scalar_one()
+        return await self._insert(conn, message, self._statement(by_subquery=False), row_values(message, int(thread_id)))
 
     async def delivered(self, reply_id: int) -> bool:
         """The channel took the reply (or gave up on it): no longer owed; False when it was not."""
@@ -213,39 +205,10 @@ class MessageStore(MessageEdits):
             row = (await conn.execute(query)).first()
         return stored_message(row) if row is not None else None
 
-    async def claim(self, request_id: int, owner_id: int) -> bool:
-        """Settle the owner's requests up to ``request_id`` without storing a reply; False when
-        the request no longer awaited (answered elsewhere, or stopped): then nothing is sent.
-
-        For a notice (an apology, "no model"): the owner receives it, but it is not
-        conversation, so it is not stored where later prompts and evidence would read it.
-        """
-        claim = self._claiming(request_id)
-        async with writing(self._engine) as conn:
-            if (await conn.execute(claim)).rowcount != 1:
-                log.info("notice_not_sent owner=%s answers=%s reason=settled", owner_id, request_id)
-                return False
-            await conn.execute(self._settling(owner_id, request_id))
-        log.info("request_settled owner=%s answers=%s by=notice", owner_id, request_id)
-        return True
-
-    @staticmethod
-    def _claiming(request_id: int) -> Any:
-        """The request answered now: no longer awaiting, and a voice note's reference dropped with it."""
-        return (update(messages).where(messages.c.id == request_id, messages.c.awaiting)
-                .values(awaiting=False, voice_note=None))
-
-    @staticmethod
-    def _settling(owner_id: int, up_to: int | None) -> Any:
-        condition = and_(messages.c.owner_id == owner_id, messages.c.awaiting)
-        if up_to is not None:
-            condition = and_(condition, messages.c.id <= up_to)
-        return update(messages).where(condition).values(awaiting=False, voice_note=None)  # settled: not heard later
-
     async def settle(self, owner_id: int, up_to: int | None = None) -> None:
         """The owner's requests up to ``up_to`` (all when None) need no answer any more."""
         async with writing(self._engine) as conn:
-            await conn.execute(self._settling(owner_id, up_to))
+            await conn.execute(settling(owner_id, up_to))
 
     async def pending_voice(self, owner_id: int, up_to: int) -> list[StoredMessage]:
         """The owner's voice notes up to ``up_to`` still awaiting transcription, oldest first."""
@@ -253,28 +216,6 @@ class MessageStore(MessageEdits):
                                         messages.c.voice_note.is_not(None)).order_by(messages.c.id))
         async with self._engine.connect() as conn:
             return [stored_message(r) for r in (await conn.execute(query)).all()]
-
-    async def transcribed(self, note_id: int, transcript: Message) -> StoredMessage:
-        """Store the transcript and retire the note it came from (heard, no longer awaiting), at once.
-
-        Messages are only ever appended — the derived search index relies on it — so the
-        transcript is a message of its own after the note's placeholder. Its external id
-        makes a second transcription of the same note a no-op.
-        """
-        values = row_values(transcript, await self.active_thread(transcript.owner_id))
-        retire = update(messages).where(messages.c.id == note_id).values(voice_note=None, awaiting=False)
-        async with writing(self._engine) as conn:
-            await fence.enter(conn)
-            row = (await conn.execute(insert_statement(conn.dialect.name).values(**values).returning(*messages.c))).first()
-            if row is None:
-                row = (await conn.execute(select(messages).where(
-                    messages.c.owner_id == transcript.owner_id, messages.c.channel == transcript.channel,
-                    messages.c.external_id == transcript.external_id))).one()
-            await conn.execute(retire)
-        stored = stored_message(row)
-        log.info("message_stored owner=%s message=%s role=%s channel=%s voice_of=%s secret=%s",
-                 stored.owner_id, stored.id, stored.role.value, stored.channel, note_id, stored.secret)
-        return stored
 
     async def drop_voice(self, note_id: int) -> None:
         """Give up on transcribing a note (refused, failed): it stays the flagged attachment it is."""

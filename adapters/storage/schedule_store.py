@@ -5,7 +5,7 @@ the schedule to its next run, conditional on the schedule still being due at tha
 whichever worker commits first has it, the others find nothing (PostgreSQL's ``FOR UPDATE
 SKIP LOCKED`` keeps them from even waiting for each other; SQLite has one writer). The
 message a run sends is stored with its outbox row in the transaction that marks the run
-sent, so a crash after that is recovered like any stored reply, and a crash before it
+sent (``RunRows``, in the scheduler's unit of work), so a crash after that is recovered like any stored reply, and a crash before it
 leaves the run ``claimed`` for the next sweep to finish.
 """
 
@@ -21,13 +21,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from adapters.storage import fence, outbox
 from adapters.storage.database import writing
-from adapters.storage.message_rows import row_values
-from adapters.storage.message_store import MessageStore, stored_message
 from adapters.storage.schema import messages, owners, schedule_runs, schedules
 from core.errors import InvalidInput
-from core.message import Message, StoredMessage
 from core.schedules.model import MAX_ACTIVE, MIN_REPEAT, DueRun, Kind, Schedule
 
 log = logging.getLogger("nod.storage")
@@ -61,9 +57,8 @@ def _step(advance: Advance, found: Schedule, zone: str, after: datetime) -> tupl
 
 
 class ScheduleStore:
-    def __init__(self, engine: AsyncEngine, messages: MessageStore) -> None:
+    def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._messages = messages
 
     async def create(self, owner_id: int, kind: Kind, text: str, start_local: datetime, repeat: str | None,
                      next_run_at: datetime, now: datetime, created_from: int | None) -> Schedule:
@@ -179,23 +174,10 @@ class ScheduleStore:
                     taken.append(DueRun(_schedule(row), row.due_at, late=True))
         return taken
 
-    async def finish(self, run: DueRun, reply: Message) -> StoredMessage | None:
-        """Store what the run sends (and its outbox row) and mark the run sent, at once; None when
-        the run was finished already (another worker, or before a restart)."""
-        values = row_values(reply, await self._messages.active_thread(reply.owner_id))
-        async with writing(self._engine) as conn:
-            await fence.enter(conn)
-            if not await self._mark(conn, run, "sent", "claimed"):
-                return None
-            row = (await conn.execute(insert(messages).values(**values).returning(*messages.c))).one()
-            await conn.execute(update(schedule_runs).where(*self._key(run)).values(reply_id=row.id))
-            await outbox.add(conn, row.id, reply.owner_id, reply.sent_at, unprompted=True)
-        return stored_message(row)
-
     async def undelivered(self, run: DueRun) -> None:
         """No channel took the run's message: the owner hears of it at their next message."""
         async with writing(self._engine) as conn:
-            await self._mark(conn, run, "undelivered", "sent")
+            await _mark(conn, run, "undelivered", "sent")
 
     async def untold(self, owner_id: int) -> list[tuple[Schedule, datetime, str]]:
         """Runs missed or undelivered that the owner was not told of yet; marked told now, once."""
@@ -217,11 +199,25 @@ class ScheduleStore:
                     told.append((_schedule(row), row.due_at, row.status))
         return told
 
-    @staticmethod
-    def _key(run: DueRun) -> tuple[Any, ...]:
-        return (schedule_runs.c.schedule_id == run.schedule.id, schedule_runs.c.due_at == run.due_at)
 
-    async def _mark(self, conn: AsyncConnection, run: DueRun, status: str, was: str) -> bool:
-        done = await conn.execute(update(schedule_runs).where(and_(*self._key(run), schedule_runs.c.status == was))
-                                  .values(status=status))
-        return bool(done.rowcount == 1)
+class RunRows:
+    """A claimed run as one transaction finishes it (core.ports.RunWrites), with the message it sends."""
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self._conn = conn
+
+    async def mark_sent(self, run: DueRun) -> bool:
+        return await _mark(self._conn, run, "sent", "claimed")
+
+    async def link_reply(self, run: DueRun, reply_id: int) -> None:
+        await self._conn.execute(update(schedule_runs).where(*_key(run)).values(reply_id=reply_id))
+
+
+def _key(run: DueRun) -> tuple[Any, ...]:
+    return (schedule_runs.c.schedule_id == run.schedule.id, schedule_runs.c.due_at == run.due_at)
+
+
+async def _mark(conn: AsyncConnection, run: DueRun, status: str, was: str) -> bool:
+    done = await conn.execute(update(schedule_runs).where(and_(*_key(run), schedule_runs.c.status == was))
+                              .values(status=status))
+    return bool(done.rowcount == 1)

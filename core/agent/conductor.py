@@ -1,9 +1,9 @@
 """Where channels hand over owner messages: one turn at a time per owner, restart, stop, delivery.
 
 A message is stored (``awaiting``) before anything acknowledges it; its turn runs as a task,
-restarted by a newer message and cancelled by ``/stop``. Storing the reply settles the request
-and fills the outbox in one transaction, and only a stored reply is sent, so nothing is lost to a
-crash and nothing is said twice; ``recover`` answers what a dead process left. The whole story:
+restarted by a newer message and cancelled by ``/stop``. The reply is stored, the request settled
+and the reply owed in one unit of work (``_deliver``), and only a stored reply is sent, so nothing
+is lost to a crash and nothing is said twice; ``recover`` answers what a dead process left. The whole story:
 docs/turn.md ("The conductor") and docs/reliability.md.
 """
 
@@ -45,7 +45,7 @@ class Conductor:
                  delivery_grace: timedelta = DELIVERY_GRACE, media: Mapping[str, MediaSource] | None = None) -> None:
         self._deps = deps
         self._sink = sink
-        self._listener = Listener(deps.gateway, deps.messages, audio or {})
+        self._listener = Listener(deps.gateway, deps.messages, deps.uow, audio or {})
         self._reader = AttachmentReader(deps.messages, media or {}, lambda: deps.gateway.sees_images)
         self._locks_across = locks
         self._slots = WorkSlots(work_slots)
@@ -276,7 +276,8 @@ class Conductor:
 
     async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply, notice: bool = False,
                        preface: str = "") -> None:
-        """Store the reply and settle the request (one transaction), then hand it to the channel.
+        """Store the reply, settle the request and owe the reply to its channel (one unit of work),
+        then hand it to the channel.
 
         Nothing is sent that was not stored: when storing fails the request stays awaiting
         and recovery answers it later, once. The stored reply stays owed (the outbox) until
@@ -287,20 +288,21 @@ class Conductor:
         """
         reply = reply.bounded()
         try:
-            if notice:
-                stored = None
-                if not await self._deps.messages.claim(request.id, owner.id):
+            async with self._deps.uow() as tx:
+                if not await tx.requests.claim(request.id, owner.id):
+                    log.info("reply_not_stored owner=%s answers=%s reason=settled", owner.id, request.id)
                     return  # answered elsewhere meanwhile, or stopped: never a second reply
-            else:
-                stored = await self._deps.messages.answer(request.id, owner.id, Message(
+                stored = None if notice else (await tx.messages.append(Message(
                     owner.id, Role.ASSISTANT, reply.text_form(), to.channel, self._deps.clock.now(),
-                    origin=TurnOrigin.OWNER_MESSAGE.value, address=to.external_id))
-                if stored is None:
-                    return
+                    origin=TurnOrigin.OWNER_MESSAGE.value, address=to.external_id))).message
+                if stored is not None:
+                    await tx.outbox.owe(stored)
         except Exception:  # noqa: BLE001 - the database failed: send nothing, recovery answers later
             log.exception("reply_not_stored owner=%s message=%s; not sent, left for recovery", owner.id, request.id)
             self._retries.failed(request.id, self._deps.clock.now())
             return
+        log.info("request_settled owner=%s answers=%s by=%s", owner.id, request.id,
+                 "notice" if stored is None else f"reply message={stored.id}")
         self._retries.stored(request.id)
         if preface:  # sentences about the owner's files (no vision, too large): sent, not stored
             reply = replace(reply, text=f"{preface}\n\n{reply.text}")

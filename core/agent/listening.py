@@ -16,7 +16,7 @@ from core.agent.gateway import Gateway
 from core.agent.slots import waiting_elsewhere
 from core.errors import AudioTooLarge, NodError, VoiceError
 from core.message import Message, StoredMessage, VoiceNote
-from core.ports import AudioSource, Messages
+from core.ports import AudioSource, Messages, UnitOfWork
 from core.voice import MAX_AUDIO_BYTES, MAX_TRANSCRIPT_CHARS, SILENT, TOO_BIG, UNHEARD, Audio, refusal
 
 log = logging.getLogger("nod.agent.voice")
@@ -32,9 +32,10 @@ class Heard:
 
 
 class Listener:
-    def __init__(self, gateway: Gateway, messages: Messages, sources: Mapping[str, AudioSource]) -> None:
+    def __init__(self, gateway: Gateway, messages: Messages, uow: UnitOfWork, sources: Mapping[str, AudioSource]) -> None:
         self._gateway = gateway
         self._messages = messages
+        self._uow = uow
         self._sources = dict(sources)
 
     async def hear(self, request: StoredMessage) -> Heard:
@@ -76,10 +77,24 @@ class Listener:
             log.warning("voice_transcript_refused owner=%s message=%s chars=%s", note.owner_id, note.id, len(words))
             raise _Refused(UNHEARD)
         log.info("voice_heard owner=%s message=%s chars=%s", note.owner_id, note.id, len(words))
-        return await self._messages.transcribed(note.id, Message(
-            owner_id=note.owner_id, role=note.role, text=words, channel=note.channel, sent_at=note.sent_at,
-            external_id=f"{note.external_id}#voice" if note.external_id else None, forwarded=note.forwarded,
-            origin=note.origin, address=note.address, awaiting=True, voice=True))
+        return await self._stored(note, words)
+
+    async def _stored(self, note: StoredMessage, words: str) -> StoredMessage:
+        """The transcript stored (awaiting in the note's place) and the note retired, in one unit of work.
+
+        Messages are only ever appended — the derived search index relies on it — so the
+        transcript is a message of its own after the note's placeholder. Its external id
+        makes a second transcription of the same note a no-op.
+        """
+        async with self._uow() as tx:
+            transcript = (await tx.messages.append(Message(
+                owner_id=note.owner_id, role=note.role, text=words, channel=note.channel, sent_at=note.sent_at,
+                external_id=f"{note.external_id}#voice" if note.external_id else None, forwarded=note.forwarded,
+                origin=note.origin, address=note.address, awaiting=True, voice=True))).message
+            await tx.requests.retire(note.id)
+        log.info("message_stored owner=%s message=%s role=%s channel=%s voice_of=%s secret=%s", transcript.owner_id,
+                 transcript.id, transcript.role.value, transcript.channel, note.id, transcript.secret)
+        return transcript
 
 
 class _Refused(VoiceError):

@@ -28,7 +28,7 @@ from core.clock import Clock
 from core.errors import AnswerCut, ModelDeclined, ModelError, ModelRefused, ModelTimeout
 from core.memory.render import render_index
 from core.message import StoredMessage
-from core.ports import Conversation, MemoryRepository, Messages, Owners
+from core.ports import Conversation, MemoryRepository, Messages, Owners, UnitOfWork
 from core.replies import Reply
 from core.tools.offer_choices import offered_choices
 from core.tools.registry import TOOL_SPECS, Toolbox
@@ -83,6 +83,7 @@ class TurnDeps:
     conversation: Conversation
     tools: Toolbox
     clock: Clock
+    uow: UnitOfWork  # what must commit together: a reply stored with its request settled, a transcript with its note
     evidence: EvidenceSource = NoEvidence()
     check: ReplyCheck = NoCheck()
     max_steps: int = MAX_STEPS

@@ -97,10 +97,14 @@ class Saved(Generic[T]):
     result: T
 
 
-class MessageLog(Protocol):
-    """The conversation as stored: the owner's words and Nod's, in threads."""
+class MessageWrites(Protocol):
+    """What a unit of work stores of the conversation."""
 
     async def append(self, message: Message) -> Appended: ...
+
+
+class MessageLog(MessageWrites, Protocol):
+    """The conversation as stored: the owner's words and Nod's, in threads."""
 
     async def edit(self, owner_id: int, channel: str, platform_id: str, text_: str, edited_at: datetime) -> Edited | None: ...
 
@@ -120,12 +124,21 @@ class MessageLog(Protocol):
     async def reset_thread(self, owner_id: int) -> int: ...
 
 
+class RequestWrites(Protocol):
+    """Owner messages awaiting their answer, settled in a unit of work with what answers them."""
+
+    async def claim(self, request_id: int, owner_id: int) -> bool:
+        """Settle the owner's requests up to ``request_id``; False (nothing settled) when it no
+        longer awaited: answered elsewhere, or stopped."""
+        ...
+
+    async def retire(self, message_id: int) -> None:
+        """The message awaits no answer of its own any more (its transcript does), its voice note's reference dropped."""
+        ...
+
+
 class Requests(Protocol):
-    """Owner messages awaiting their answer: claimed, answered (reply and settlement together) or settled."""
-
-    async def answer(self, request_id: int, owner_id: int, reply: Message) -> StoredMessage | None: ...
-
-    async def claim(self, request_id: int, owner_id: int) -> bool: ...
+    """Owner messages awaiting their answer: found after a crash, settled by /stop."""
 
     async def settle(self, owner_id: int, up_to: int | None = None) -> None: ...
 
@@ -134,6 +147,12 @@ class Requests(Protocol):
     async def newest_awaiting(self, owner_id: int) -> StoredMessage | None: ...
 
     async def awaiting_requests(self) -> list[StoredMessage]: ...
+
+
+class OutboxWrites(Protocol):
+    """A stored reply owed to its channel, recorded in the unit of work that stores it."""
+
+    async def owe(self, reply: StoredMessage, unprompted: bool = False) -> None: ...
 
 
 class Outbox(Protocol):
@@ -149,8 +168,6 @@ class PendingFiles(Protocol):
 
     async def pending_voice(self, owner_id: int, up_to: int) -> list[StoredMessage]: ...
 
-    async def transcribed(self, note_id: int, transcript: Message) -> StoredMessage: ...
-
     async def drop_voice(self, note_id: int) -> None: ...
 
     async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]: ...
@@ -158,6 +175,43 @@ class PendingFiles(Protocol):
 
 class Messages(MessageLog, Requests, Outbox, PendingFiles, Protocol):
     """The four concerns as one message store implements them (what a use case needs all of)."""
+
+
+class RunWrites(Protocol):
+    """A schedule's claimed run, finished in the unit of work that stores what it sends."""
+
+    async def mark_sent(self, run: DueRun) -> bool:
+        """Claimed → sent; False when it was finished already (another worker, or before a restart)."""
+        ...
+
+    async def link_reply(self, run: DueRun, reply_id: int) -> None: ...
+
+
+class Transaction(Protocol):
+    """The stores of one unit of work, bound to its one transaction."""
+
+    @property
+    def messages(self) -> MessageWrites: ...
+
+    @property
+    def requests(self) -> RequestWrites: ...
+
+    @property
+    def outbox(self) -> OutboxWrites: ...
+
+    @property
+    def runs(self) -> RunWrites: ...
+
+
+class UnitOfWork(Protocol):
+    """Writes that commit together: ``async with uow() as tx:`` — all of them at the end of the
+    block, none when it raises, and no reader sees some without the others.
+
+    Only the transaction's stores are used inside it, and nothing slow (no model, no channel):
+    on SQLite it holds the one write lock, so any other write in the block would wait for it.
+    """
+
+    def __call__(self) -> AbstractAsyncContextManager[Transaction]: ...
 
 
 class Schedules(Protocol):
@@ -181,8 +235,6 @@ class Schedules(Protocol):
 
     async def retake_stale(self, now: datetime, claimed_before: datetime, missed_before: datetime,
                            limit: int = 100) -> list[DueRun]: ...
-
-    async def finish(self, run: DueRun, reply: Message) -> StoredMessage | None: ...
 
     async def undelivered(self, run: DueRun) -> None: ...
 

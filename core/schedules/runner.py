@@ -4,8 +4,8 @@ Each tick claims the runs due by now (``Schedules.claim_due``: recorded by sched
 time, so no worker and no restart fires one twice) and the runs a dead process claimed but
 never finished, then fires them side by side. A reminder's text goes as written; a task's
 text is an agent turn's instruction (``TaskRuns``: origin ``schedule``, so it may read
-memory but never save it). What a run sends is stored with its outbox row before it is
-sent, the way a reply is, and goes to the channel the owner used last, falling back as the
+memory but never save it). What a run sends is stored with its outbox row, and the run marked
+sent, in one unit of work (``sent``) before it is sent, the way a reply is, and goes to the channel the owner used last, falling back as the
 router does. A run that fell due while Nod was down fires at start when it is at most
 ``LATE_BOUND`` late, saying so; later than that it is recorded missed, and a run no channel
 took is recorded undelivered: the owner hears of both at their next message (``notices``).
@@ -22,9 +22,9 @@ from core.agent.conductor import SEND_DEADLINE
 from core.agent.turn_context import TurnOrigin
 from core.clock import Clock
 from core.errors import DeliveryFailed
-from core.message import Message, Role
+from core.message import Message, Role, StoredMessage
 from core.owner import Identity, Owner
-from core.ports import Messages, Owners, ReplySink, Schedules, TaskRuns
+from core.ports import Messages, Owners, ReplySink, Schedules, TaskRuns, UnitOfWork
 from core.replies import Reply
 from core.schedules.model import DueRun, Kind, Schedule, next_run, spoken_time
 
@@ -44,12 +44,25 @@ def advance(schedule: Schedule, zone: str, after: datetime) -> tuple[datetime, d
     return next_run(schedule.start_local, schedule.repeat, ZoneInfo(zone), after)
 
 
+async def sent(uow: UnitOfWork, run: DueRun, reply: Message) -> StoredMessage | None:
+    """Mark the run sent, store what it sends and owe that to the channel, in one unit of work;
+    None when the run was finished already (another worker, or before a restart)."""
+    async with uow() as tx:
+        if not await tx.runs.mark_sent(run):
+            return None
+        stored = (await tx.messages.append(reply)).message
+        await tx.runs.link_reply(run, stored.id)
+        await tx.outbox.owe(stored, unprompted=True)  # Nod speaks first
+    return stored
+
+
 class Scheduler:
-    def __init__(self, schedules: Schedules, owners: Owners, messages: Messages, sink: ReplySink, clock: Clock,
-                 tasks: TaskRuns, stale_at_start: timedelta = STALE_CLAIM) -> None:
+    def __init__(self, schedules: Schedules, owners: Owners, messages: Messages, uow: UnitOfWork, sink: ReplySink,
+                 clock: Clock, tasks: TaskRuns, stale_at_start: timedelta = STALE_CLAIM) -> None:
         self._schedules = schedules
         self._owners = owners
         self._messages = messages
+        self._uow = uow
         self._sink = sink
         self._clock = clock
         self._tasks = tasks
@@ -101,7 +114,7 @@ class Scheduler:
         text = await self._text(owner, run)
         reply = Message(owner.id, Role.ASSISTANT, text, to.channel if to else "schedule", self._clock.now(),
                            origin=TurnOrigin.SCHEDULE.value, address=to.external_id if to else None)
-        stored = await self._schedules.finish(run, reply)
+        stored = await sent(self._uow, run, reply)
         if stored is None:
             return  # finished elsewhere
         delivered = False

@@ -26,19 +26,13 @@ from adapters.storage.meta import MetaKeys
 from adapters.storage.migrations import migrate
 from adapters.storage.objects import ObjectStore
 from adapters.storage.owner_store import OwnerStore
+from adapters.storage.unit_of_work import SqlUnitOfWork
 from adapters.storage.usage_store import UsageStore
 from core.clock import FixedClock
 from core.history.search import Database
-from core.ports import Keys, MemoryRepository, Messages, OwnerLocks, Owners, UsageLedger
-from tests.fakes.ports import (
-    FixedKeys,
-    MemoryDocuments,
-    MemoryLocks,
-    MemoryMessages,
-    MemoryOwners,
-    MemoryUsage,
-    NoConversation,
-)
+from core.ports import Keys, MemoryRepository, Messages, OwnerLocks, Owners, UnitOfWork, UsageLedger
+from tests.fakes.messages import MemoryMessages, MemoryUnitOfWork
+from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryLocks, MemoryOwners, MemoryUsage, NoConversation
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
@@ -55,22 +49,25 @@ class Ports:
     keys: Keys
     conversation: Database
     locks: OwnerLocks
+    uow: UnitOfWork
     clock: FixedClock
     again: Callable[[], Ports]  # another worker's handles on the same storage (the fakes: the same objects)
 
 
 def _fakes() -> Ports:
     clock = FixedClock(NOW)
-    fakes = Ports("fake", MemoryMessages(), MemoryDocuments(), MemoryOwners(), MemoryUsage(), FixedKeys(),
-                  NoConversation(), MemoryLocks(), clock, lambda: fakes)
+    messages = MemoryMessages()
+    fakes = Ports("fake", messages, MemoryDocuments(), MemoryOwners(), MemoryUsage(), FixedKeys(),
+                  NoConversation(), MemoryLocks(), MemoryUnitOfWork(messages), clock, lambda: fakes)
     return fakes
 
 
 def _stores(kind: str, engine: AsyncEngine) -> Ports:
     clock = FixedClock(NOW)
-    return Ports(kind, MessageStore(engine, clock), MemoryStore(ObjectStore(engine), clock), OwnerStore(engine),
-                 UsageStore(engine), MetaKeys(engine), FullText(engine), DatabaseLocks(engine), clock,
-                 lambda: _stores(kind, engine))
+    messages = MessageStore(engine, clock)
+    return Ports(kind, messages, MemoryStore(ObjectStore(engine), clock), OwnerStore(engine),
+                 UsageStore(engine), MetaKeys(engine), FullText(engine), DatabaseLocks(engine),
+                 SqlUnitOfWork(engine, messages), clock, lambda: _stores(kind, engine))
 
 
 @pytest.fixture(params=["fake", "sqlite", "postgresql"])

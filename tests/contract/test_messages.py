@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -24,6 +25,21 @@ def _says(owner: int, text: str, at: datetime = NOW, role: Role = Role.OWNER, ch
 
 async def _stored(ports: Ports, message: Message) -> StoredMessage:
     return (await ports.messages.append(message)).message
+
+
+async def _answer(ports: Ports, request: StoredMessage, reply: Message) -> StoredMessage | None:
+    """What the conductor does with a reply: stored, the request settled and the reply owed, in one unit of work."""
+    async with ports.uow() as tx:
+        if not await tx.requests.claim(request.id, request.owner_id):
+            return None
+        stored = (await tx.messages.append(reply)).message
+        await tx.outbox.owe(stored)
+    return stored
+
+
+async def _claim(ports: Ports, request_id: int, owner_id: int) -> bool:
+    async with ports.uow() as tx:
+        return await tx.requests.claim(request_id, owner_id)
 
 
 # --- appending and reading back ------------------------------------------------------------
@@ -178,7 +194,7 @@ async def test_an_answer_stores_the_reply_settles_the_requests_up_to_it_and_is_o
     request = await _stored(ports, _says(ana, "second", awaiting=True))
     newer = await _stored(ports, _says(ana, "third", awaiting=True))
     assert await ports.messages.newest_awaiting(ana) == newer
-    reply = await ports.messages.answer(request.id, ana, _says(ana, "the answer", role=Role.ASSISTANT))
+    reply = await _answer(ports, request, _says(ana, "the answer", role=Role.ASSISTANT))
     assert reply is not None and reply.role is Role.ASSISTANT and reply.thread_id == request.thread_id
     assert await ports.messages.get(reply.id) == reply and reply.id > newer.id
     assert [await ports.messages.is_awaiting(m.id) for m in (older, request, newer)] == [False, False, True]
@@ -191,8 +207,8 @@ async def test_a_request_no_longer_awaiting_gets_no_reply_stored(ports: Ports) -
     ana = await _owner(ports)
     request = await _stored(ports, _says(ana, "hi", awaiting=True))
     await ports.messages.settle(ana)
-    assert await ports.messages.answer(request.id, ana, _says(ana, "too late", role=Role.ASSISTANT)) is None
-    assert await ports.messages.answer(request.id + 100, ana, _says(ana, "to nothing", role=Role.ASSISTANT)) is None
+    assert await _answer(ports, request, _says(ana, "too late", role=Role.ASSISTANT)) is None
+    assert await _answer(ports, replace(request, id=request.id + 100), _says(ana, "to nothing", role=Role.ASSISTANT)) is None
     assert [m.text for m in await ports.messages.recent(ana, 10)] == ["hi"]
     assert await ports.messages.undelivered(NOW + timedelta(days=1), ["telegram"]) == []
 
@@ -200,8 +216,8 @@ async def test_a_request_no_longer_awaiting_gets_no_reply_stored(ports: Ports) -
 async def test_a_request_is_answered_once(ports: Ports) -> None:
     ana = await _owner(ports)
     request = await _stored(ports, _says(ana, "hi", awaiting=True))
-    first = await ports.messages.answer(request.id, ana, _says(ana, "one", role=Role.ASSISTANT))
-    second = await ports.again().messages.answer(request.id, ana, _says(ana, "two", role=Role.ASSISTANT))
+    first = await _answer(ports, request, _says(ana, "one", role=Role.ASSISTANT))
+    second = await _answer(ports.again(), request, _says(ana, "two", role=Role.ASSISTANT))
     assert first is not None and second is None
     assert [m.text for m in await ports.messages.recent(ana, 10)] == ["hi", "one"]
 
@@ -210,9 +226,9 @@ async def test_a_claim_settles_without_a_reply_and_only_once(ports: Ports) -> No
     ana = await _owner(ports)
     older = await _stored(ports, _says(ana, "first", awaiting=True))
     request = await _stored(ports, _says(ana, "second", awaiting=True, voice_note=NOTE))
-    assert await ports.messages.claim(request.id, ana)
-    assert not await ports.messages.claim(request.id, ana) and not await ports.messages.claim(older.id, ana)
-    assert not await ports.messages.claim(request.id + 100, ana)
+    assert await _claim(ports, request.id, ana)
+    assert not await _claim(ports, request.id, ana) and not await _claim(ports, older.id, ana)
+    assert not await _claim(ports, request.id + 100, ana)
     assert not await ports.messages.is_awaiting(older.id)
     assert (await ports.messages.get(request.id)).voice_note is None  # type: ignore[union-attr]
     assert [m.text for m in await ports.messages.recent(ana, 10)] == ["first", "second"]  # no reply stored
@@ -248,7 +264,7 @@ async def test_each_owners_newest_waiting_request_is_found_after_a_crash(ports: 
 async def test_an_owed_reply_is_taken_once(ports: Ports) -> None:
     ana = await _owner(ports)
     request = await _stored(ports, _says(ana, "hi", awaiting=True))
-    reply = await ports.messages.answer(request.id, ana, _says(ana, "hello", role=Role.ASSISTANT))
+    reply = await _answer(ports, request, _says(ana, "hello", role=Role.ASSISTANT))
     assert reply is not None
     assert await ports.messages.delivered(reply.id)
     assert not await ports.again().messages.delivered(reply.id)  # another worker finds it taken
@@ -261,8 +277,7 @@ async def test_owed_replies_are_listed_oldest_first_by_channel_age_and_limit(por
 
     async def answered(owner: int, channel: str, at: datetime) -> StoredMessage:
         request = await _stored(ports, _says(owner, "q", at=at, channel=channel, awaiting=True))
-        reply = await ports.messages.answer(request.id, owner, _says(owner, f"{channel} {at:%H}", at=at, channel=channel,
-                                                                     role=Role.ASSISTANT))
+        reply = await _answer(ports, request, _says(owner, f"{channel} {at:%H}", at=at, channel=channel, role=Role.ASSISTANT))
         assert reply is not None
         return reply
 
@@ -287,10 +302,17 @@ async def test_a_voice_note_waits_for_its_transcript_which_retires_it(ports: Por
     await _stored(ports, _says(bo, "(bo's)", awaiting=True, voice_note=NOTE))
     assert await ports.messages.pending_voice(ana, typed.id) == [note]
     assert await ports.messages.pending_voice(ana, later.id) == [note, later]
-    words = _says(ana, "I'm at the harbour", external_id=f"voice:{note.id}", voice=True)
-    transcript = await ports.messages.transcribed(note.id, words)
+    words = _says(ana, "I'm at the harbour", external_id=f"voice:{note.id}", voice=True, awaiting=True)
+
+    async def transcribed() -> StoredMessage:  # what the listener does: the transcript stored, its note retired
+        async with ports.uow() as tx:
+            transcript = (await tx.messages.append(words)).message
+            await tx.requests.retire(note.id)
+        return transcript
+
+    transcript = await transcribed()
     assert transcript.voice and transcript.text == "I'm at the harbour" and transcript.id > later.id
-    assert await ports.messages.transcribed(note.id, words) == transcript  # a second transcription stores nothing new
+    assert await transcribed() == transcript  # a second transcription stores nothing new
     retired = await ports.messages.get(note.id)
     assert retired is not None and retired.voice_note is None and not retired.awaiting and retired.attachment
     assert await ports.messages.pending_voice(ana, later.id) == [later]

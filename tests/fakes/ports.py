@@ -1,4 +1,5 @@
-"""In-memory fakes of the storage ports (``core.ports``) and of the chat-model port.
+"""In-memory fakes of the storage ports (``core.ports``) and of the chat-model port (the message
+ports and the unit of work: ``tests/fakes/messages.py``).
 
 They let unit tests run the turn and the saving rules with no database and no server.
 They keep the ports' promises that the rules rely on (a compare-and-swap memory, requests
@@ -9,14 +10,12 @@ They also count what was asked of them, so a test can say "the memory document w
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from core.agent.model import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
@@ -25,129 +24,13 @@ from core.history.scope import Hit, Scope
 from core.memory.codec import decode
 from core.memory.document import fit_and_encode
 from core.memory.model import MemoryDocument
-from core.message import Appended, Edited, Message, Owed, Role, StoredMessage
+from core.message import StoredMessage
 from core.owner import Identity, Owner, OwnerSettings, check_time_zone
 from core.ports import Changed, Saved, VersionedDocument
 from core.text import stem
 
 T = TypeVar("T")
 UNSCRIPTED = "(no scripted reply)"  # what QueueModel answers when nothing is scripted
-
-
-@dataclass
-class MemoryMessages:
-    rows: dict[int, StoredMessage] = field(default_factory=dict)
-    _ids: Any = field(default_factory=lambda: itertools.count(1))
-    thread: dict[int, int] = field(default_factory=dict)
-    outbox: set[int] = field(default_factory=set)
-
-    async def append(self, message: Message) -> Appended:
-        for row in self.rows.values():
-            if message.external_id is not None and (row.owner_id, row.channel, row.external_id) == (
-                    message.owner_id, message.channel, message.external_id):
-                return Appended(row, created=False)
-        fields = {f.name: getattr(message, f.name) for f in dataclasses.fields(message)}
-        stored = StoredMessage(**fields, id=next(self._ids), thread_id=await self.active_thread(message.owner_id))
-        self.rows[stored.id] = stored
-        return Appended(stored, created=True)
-
-    async def pending_voice(self, owner_id: int, up_to: int) -> list[StoredMessage]:
-        return [r for r in sorted(self.rows.values(), key=lambda r: r.id)
-                if r.owner_id == owner_id and r.awaiting and r.id <= up_to and r.voice_note is not None]
-
-    async def transcribed(self, note_id: int, transcript: Message) -> StoredMessage:
-        stored = (await self.append(transcript)).message
-        self.rows[note_id] = replace(self.rows[note_id], voice_note=None, awaiting=False)
-        return stored
-
-    async def drop_voice(self, note_id: int) -> None:
-        self.rows[note_id] = replace(self.rows[note_id], voice_note=None)
-
-    async def pending_media(self, owner_id: int, up_to: int) -> list[StoredMessage]:
-        return [r for r in sorted(self.rows.values(), key=lambda r: r.id)
-                if r.owner_id == owner_id and r.awaiting and r.id <= up_to and r.media is not None]
-
-    async def edit(self, owner_id: int, channel: str, platform_id: str, text_: str, edited_at: datetime) -> Edited | None:
-        found = next((r for r in self.rows.values() if (r.owner_id, r.channel, r.platform_id) == (owner_id, channel, platform_id)), None)
-        if found is None:
-            return None
-        edited = found.edited(text_)
-        if edited.text == found.text:
-            return Edited(found, changed=False)
-        self.rows[found.id] = edited
-        return Edited(self.rows[found.id], changed=True)
-
-    async def answer(self, request_id: int, owner_id: int, reply: Message) -> StoredMessage | None:
-        if not await self.is_awaiting(request_id):
-            return None
-        await self.settle(owner_id, request_id)
-        stored = (await self.append(reply)).message
-        self.outbox.add(stored.id)
-        return stored
-
-    async def delivered(self, reply_id: int) -> bool:
-        if reply_id not in self.outbox:
-            return False
-        self.outbox.discard(reply_id)
-        return True
-
-    async def undelivered(self, stored_before: datetime, channels: Collection[str], limit: int = 100) -> list[Owed]:
-        owed = sorted((self.rows[i] for i in self.outbox), key=lambda r: (r.sent_at, r.id))  # stored at the reply's time
-        return [Owed(r) for r in owed if r.sent_at < stored_before and r.channel in channels][:limit]
-
-    async def newest_awaiting(self, owner_id: int) -> StoredMessage | None:
-        waiting = [r for r in self.rows.values() if r.owner_id == owner_id and r.awaiting]
-        return max(waiting, key=lambda r: r.id) if waiting else None
-
-    async def claim(self, request_id: int, owner_id: int) -> bool:
-        if not await self.is_awaiting(request_id):
-            return False
-        await self.settle(owner_id, request_id)
-        return True
-
-    async def settle(self, owner_id: int, up_to: int | None = None) -> None:
-        for key, row in self.rows.items():
-            if row.owner_id == owner_id and row.awaiting and (up_to is None or key <= up_to):
-                self.rows[key] = replace(row, awaiting=False, voice_note=None)  # settled: not heard later
-
-    async def is_awaiting(self, message_id: int) -> bool:
-        return message_id in self.rows and self.rows[message_id].awaiting
-
-    async def awaiting_requests(self) -> list[StoredMessage]:
-        newest: dict[int, StoredMessage] = {}
-        for row in sorted(self.rows.values(), key=lambda r: (r.owner_id, r.id)):
-            if row.awaiting:
-                newest[row.owner_id] = row
-        return list(newest.values())
-
-    async def get(self, message_id: int) -> StoredMessage | None:
-        return self.rows.get(message_id)
-
-    async def get_many(self, ids: Iterable[int]) -> Mapping[int, StoredMessage]:
-        return {i: self.rows[i] for i in ids if i in self.rows}
-
-    async def recent(self, owner_id: int, limit: int, role: Role | None = None) -> list[StoredMessage]:
-        thread = await self.active_thread(owner_id)
-        rows = [r for r in self.rows.values() if r.thread_id == thread and (role is None or r.role is role)]
-        return sorted(rows, key=lambda r: r.id)[-limit:] if limit > 0 else []
-
-    async def thread_tail(self, thread_id: int, limit: int) -> list[StoredMessage]:
-        rows = sorted((r for r in self.rows.values() if r.thread_id == thread_id), key=lambda r: r.id)
-        return rows[-limit:] if limit > 0 else []
-
-    async def owner_messages_after(self, owner_id: int, after_id: int, limit: int,
-                                   sent_before: datetime) -> list[StoredMessage]:
-        rows = sorted((r for r in self.rows.values() if r.owner_id == owner_id and r.role is Role.OWNER
-                       and r.id > after_id), key=lambda r: r.id)[:limit]
-        return list(itertools.takewhile(lambda r: r.sent_at < sent_before, rows))
-
-    async def active_thread(self, owner_id: int) -> int:
-        return self.thread.setdefault(owner_id, owner_id * 1000)
-
-    async def reset_thread(self, owner_id: int) -> int:
-        await self.settle(owner_id)
-        self.thread[owner_id] = await self.active_thread(owner_id) + 1
-        return self.thread[owner_id]
 
 
 @dataclass

@@ -35,13 +35,14 @@ async def _rows(engine: AsyncEngine, owner_id: int) -> dict[str, int]:
 async def _reminded(engine: AsyncEngine, messages: MessageStore, owner_id: int) -> None:
     """A reminder that has fired once and whose message is still owed (its outbox row)."""
     from adapters.storage.schedule_store import ScheduleStore
+    from adapters.storage.unit_of_work import SqlUnitOfWork
     from core.schedules.model import Kind
-    from core.schedules.runner import advance
+    from core.schedules.runner import advance, sent
 
-    store = ScheduleStore(engine, messages)
+    store = ScheduleStore(engine)
     await store.create(owner_id, Kind.REMINDER, "water the figs", NOW.replace(tzinfo=None), "FREQ=DAILY", NOW, NOW, None)
     [run] = await store.claim_due(NOW, NOW, NOW, advance)
-    await store.finish(run, Message(owner_id, Role.ASSISTANT, "Reminder: water the figs", "telegram", NOW))
+    await sent(SqlUnitOfWork(engine, messages), run, Message(owner_id, Role.ASSISTANT, "Reminder: water the figs", "telegram", NOW))
 
 
 async def test_removing_an_owner_deletes_all_of_theirs_and_nothing_else(engine: AsyncEngine) -> None:

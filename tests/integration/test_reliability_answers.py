@@ -258,8 +258,11 @@ async def test_a_reply_stored_by_a_process_that_died_before_sending_is_sent_once
         request = (await nod.svc.messages.append(Message(nod.owner.id, Role.OWNER, "call mum?", "telegram", START,
                                                              "u1", address="4242", awaiting=True))).message
         # what a process killed between storing its reply and sending it leaves
-        await nod.svc.messages.answer(request.id, nod.owner.id, Message(
-            nod.owner.id, Role.ASSISTANT, "Yes, at six.", "telegram", START, address="4242"))
+        async with nod.svc.turn.uow() as tx:
+            assert await tx.requests.claim(request.id, nod.owner.id)
+            reply = (await tx.messages.append(Message(
+                nod.owner.id, Role.ASSISTANT, "Yes, at six.", "telegram", START, address="4242"))).message
+            await tx.outbox.owe(reply)
         assert await nod.conductor.recover(("telegram",)) == 0  # a live worker may still be sending it
         nod.svc.clock.set(START + timedelta(minutes=6))  # type: ignore[attr-defined]
         assert await nod.conductor.recover(("whatsapp",)) == 0  # another channel's worker leaves it

@@ -15,6 +15,7 @@ from adapters.storage.health import DatabaseHealth
 from adapters.storage.message_store import MessageStore
 from adapters.storage.migrations import migrate
 from adapters.storage.owner_store import OwnerStore
+from adapters.storage.unit_of_work import SqlUnitOfWork
 from bot.logs import configure_logging
 from core.clock import FixedClock
 from core.errors import InvalidInput
@@ -88,5 +89,33 @@ async def test_health_reports_a_sqlite_file_deleted_or_replaced_under_nod(tmp_pa
         assert await health.problem() == f"The SQLite file {db} is gone; restore it and restart Nod."
         db.write_bytes(b"")
         assert await health.problem() == f"The SQLite file {db} was replaced while Nod ran; restart Nod."
+    finally:
+        await engine.dispose()
+
+
+async def test_a_unit_of_work_the_database_fails_half_way_leaves_nothing(engine: AsyncEngine, database_url: str) -> None:
+    """The outbox row refused (a full disk, a lost connection): the reply and the settlement go with it."""
+    owner = await _owner(engine)
+    store = MessageStore(engine, FixedClock(NOW))
+    request = (await store.append(Message(owner, Role.OWNER, "hi", "telegram", NOW, "u1", awaiting=True))).message
+    async with refusing(database_url, "outbox"):
+        with pytest.raises(SQLAlchemyError):
+            async with SqlUnitOfWork(engine, store)() as tx:
+                assert await tx.requests.claim(request.id, owner)
+                await tx.outbox.owe((await tx.messages.append(Message(owner, Role.ASSISTANT, "hello", "telegram", NOW))).message)
+    assert await store.newest_awaiting(owner) == request and [m.text for m in await store.recent(owner, 5)] == ["hi"]
+
+
+async def test_a_write_beside_a_unit_of_work_on_sqlite_is_refused_not_left_waiting(tmp_path: Path) -> None:
+    """SQLite's one write lock is the unit of work's: a store writing on its own inside it would wait forever."""
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}")
+    try:
+        await migrate(engine)
+        owner = await _owner(engine)
+        store = MessageStore(engine, FixedClock(NOW))
+        with pytest.raises(RuntimeError, match="unit of work"):
+            async with SqlUnitOfWork(engine, store)():
+                await store.settle(owner)
+        await store.settle(owner)  # the lock was let go
     finally:
         await engine.dispose()

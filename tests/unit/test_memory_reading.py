@@ -19,7 +19,8 @@ from core.memory.model import Evidence, MemoryDocument, Origin
 from core.memory.reading import memory_find, memory_read
 from core.memory.render import render_index
 from core.message import Message, Role
-from tests.fakes.ports import MemoryMessages, MemoryOwners
+from tests.fakes.messages import MemoryMessages
+from tests.fakes.ports import MemoryOwners
 
 NOW = datetime(2024, 6, 1, 9, 0, tzinfo=UTC)
 

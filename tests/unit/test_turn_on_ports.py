@@ -8,12 +8,15 @@ so a test can also count what a turn asked of its storage.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from datetime import timedelta
 
-from core.agent.model import ChatReply, ToolCall
+from core.agent.model import ChatReply, ChatRequest, ToolCall
 from core.agent.turn_context import TurnOrigin, begin
 from core.memory import document as ops
 from core.memory.model import Origin
 from core.message import Message, Role
+from tests.fakes.messages import MemoryMessages
 from tests.fakes.ports import QueueModel
 from tests.unit.world import START, World, make_world
 
@@ -80,9 +83,24 @@ async def test_naming_a_message_that_is_not_the_owners_refuses_the_whole_save() 
     assert world.docs.stored == {}
 
 
-async def test_a_stopped_request_gets_no_reply_even_when_its_turn_finishes() -> None:
-    world = await make_world(QueueModel().enqueue(ChatReply("too late")))
-    stored = await world.messages.append(Message(world.owner.id, Role.OWNER, "hi", "local", START, awaiting=True))
-    await world.messages.settle(world.owner.id)  # /stop, or another process answered it
-    assert await world.messages.answer(stored.message.id, world.owner.id,
-                                       Message(world.owner.id, Role.ASSISTANT, "x", "local", START)) is None
+@dataclass
+class AnsweredElsewhere(QueueModel):
+    """An agent model during whose answer the owner's requests are settled: another worker
+    answered them, or the owner said /stop."""
+
+    settled_by: MemoryMessages | None = None
+    owner_id: int = 0
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        if self.settled_by is not None:
+            await self.settled_by.settle(self.owner_id)
+        return await super().complete(request)
+
+
+async def test_a_request_settled_while_its_turn_ran_gets_no_reply() -> None:
+    agent = AnsweredElsewhere().enqueue(ChatReply("too late"))
+    world = await make_world(agent)
+    agent.settled_by, agent.owner_id = world.messages, world.owner.id
+    await world.say("hi")
+    assert world.sink.sent == [] and [m.text for m in await world.messages.recent(world.owner.id, 10)] == ["hi"]
+    assert await world.messages.undelivered(START + timedelta(days=1), ["local"]) == []

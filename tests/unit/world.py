@@ -29,7 +29,8 @@ from core.saving.learn import Learner
 from core.skills.learned import LearnedSkills
 from core.tools.registry import Toolbox
 from core.tools.services import ToolServices
-from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryMessages, MemoryOwners, MemoryUsage, NoConversation, QueueModel
+from tests.fakes.messages import MemoryMessages, MemoryUnitOfWork
+from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryOwners, MemoryUsage, NoConversation, QueueModel
 
 START = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 AGENT = "agent-x"
@@ -87,6 +88,6 @@ async def make_world(agent: QueueModel | None = None, memory: QueueModel | None 
     tools = Toolbox(ToolServices(docs, messages, history, Learner(gateway, messages, docs, clock),
                                  Controls(gateway, messages, docs, owners), LearnedSkills(gateway, docs, clock, known_secrets), clock))
     deps = TurnDeps(gateway, Spending(usage, owners, clock, None), messages, owners, docs, NoConversation(), tools, clock,
-                    evidence=selector, check=ReplyChecker(gateway, selector))
+                    MemoryUnitOfWork(messages), evidence=selector, check=ReplyChecker(gateway, selector))
     sink = Sink()
     return World(owner, clock, messages, docs, owners, usage, agent, memory, deps, sink, Conductor(deps, sink))
