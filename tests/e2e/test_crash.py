@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
+from sqlalchemy import text as text_sql
 
+from adapters.storage.database import create_engine
 from tests.cli_runner import run_nod
 from tests.fakes import telegram_server as tg
 from tests.fakes.loopback import clean_env, free_port, wait_healthy
@@ -21,9 +23,22 @@ SECRET = "crash-secret"
 MAYA = 4242
 
 
-def _owner_messages(db: Path) -> list[tuple[str, int]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT external_id, awaiting FROM messages WHERE role = 'owner' ORDER BY id").fetchall()
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The database the killed process used: a SQLite file, or a fresh PostgreSQL database (or a skip)."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+async def _owner_messages(url: str) -> list[tuple[str, bool]]:
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(text_sql("SELECT external_id, awaiting FROM messages WHERE role = 'owner' ORDER BY id"))
+            return [(str(external), bool(awaiting)) for external, awaiting in rows]
+    finally:
+        await engine.dispose()
 
 
 def _start(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -44,10 +59,11 @@ async def _post(http: aiohttp.ClientSession, port: int, update: dict) -> int:  #
         return response.status
 
 
-async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_after_the_restart(tmp_path: Path) -> None:
+async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_after_the_restart(
+        tmp_path: Path, database_url: str) -> None:
     model, telegram = await FakeModelServer().start(), await tg.FakeTelegramServer().start()
     port = free_port()
-    env = clean_env(NOD_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", NOD_PORT=str(port),
+    env = clean_env(NOD_DATABASE_URL=database_url, NOD_PORT=str(port),
                     NOD_AGENT_MODEL=AGENT, OPENAI_BASE_URL=model.base_url, OPENAI_API_KEY="test",
                     TELEGRAM_BOT_TOKEN=tg.TOKEN, TELEGRAM_API_BASE_URL=telegram.base_url,
                     TELEGRAM_WEBHOOK_URL="https://nod.example.org/webhooks/telegram", TELEGRAM_WEBHOOK_SECRET=SECRET)
@@ -67,7 +83,7 @@ async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_aft
         acknowledged = {str(n) for n, s in zip(range(1, 9), statuses, strict=True) if s == 200}
         acknowledged |= {str(n) for n, s in zip(range(100, 140), burst, strict=True) if s == 200}
         assert statuses == [200] * 8 and len(acknowledged) >= 8
-        stored = dict(_owner_messages(tmp_path / "nod.db"))
+        stored = dict(await _owner_messages(database_url))
         assert acknowledged <= set(stored) and all(stored.values())  # stored, and still awaiting their answer
         model.queues.clear()  # the slow answers were for the killed process
         model.enqueue(AGENT, text("Back, and answering everything."))
@@ -79,7 +95,7 @@ async def test_acknowledged_telegram_updates_survive_kill_9_and_are_answered_aft
         proc.send_signal(signal.SIGTERM)
         _, stderr = await asyncio.to_thread(proc.communicate, timeout=30)
         assert proc.returncode == 0 and "Traceback" not in stderr
-        assert not any(awaiting for _, awaiting in _owner_messages(tmp_path / "nod.db"))
+        assert not any(awaiting for _, awaiting in await _owner_messages(database_url))
     finally:
         if proc.returncode is None:
             proc.kill()
