@@ -5,8 +5,8 @@ the schedule to its next run, conditional on the schedule still being due at tha
 whichever worker commits first has it, the others find nothing (PostgreSQL's ``FOR UPDATE
 SKIP LOCKED`` keeps them from even waiting for each other; SQLite has one writer). The
 message a run sends is stored with its outbox row in the transaction that marks the run
-sent (``RunRows``, in the scheduler's unit of work), so a crash after that is recovered like any stored reply, and a crash before it
-leaves the run ``claimed`` for the next sweep to finish.
+sent (``RunRows``, in the scheduler's unit of work), so a crash after that is recovered like
+any stored reply, and a crash before it leaves the run ``claimed`` for the next sweep to finish.
 """
 
 from __future__ import annotations

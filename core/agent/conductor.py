@@ -1,10 +1,10 @@
 """Where channels hand over owner messages: one turn at a time per owner, restart, stop, delivery.
 
 A message is stored (``awaiting``) before anything acknowledges it; its turn runs as a task,
-restarted by a newer message and cancelled by ``/stop``. The reply is stored, the request settled
-and the reply owed in one unit of work (``_deliver``), and only a stored reply is sent, so nothing
-is lost to a crash and nothing is said twice; ``recover`` answers what a dead process left. The whole story:
-docs/turn.md ("The conductor") and docs/reliability.md.
+restarted by a newer message and cancelled by ``/stop``. The reply is stored, the request
+settled and the reply owed in one unit of work (``_deliver``), and only a stored reply is sent,
+so nothing is lost to a crash and nothing is said twice; ``recover`` answers what a dead process
+left. The whole story: docs/turn.md ("The conductor") and docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ class Conductor:
         try:
             async with self._deps.uow() as tx:
                 if not await tx.requests.claim(request.id, owner.id):
-                    log.info("reply_not_stored owner=%s answers=%s reason=settled", owner.id, request.id)
+                    log.info("reply_not_stored owner=%s answers=%s reason=settled notice=%s", owner.id, request.id, notice)
                     return  # answered elsewhere meanwhile, or stopped: never a second reply
                 stored = None if notice else (await tx.messages.append(Message(
                     owner.id, Role.ASSISTANT, reply.text_form(), to.channel, self._deps.clock.now(),

@@ -5,10 +5,11 @@ time, so no worker and no restart fires one twice) and the runs a dead process c
 never finished, then fires them side by side. A reminder's text goes as written; a task's
 text is an agent turn's instruction (``TaskRuns``: origin ``schedule``, so it may read
 memory but never save it). What a run sends is stored with its outbox row, and the run marked
-sent, in one unit of work (``sent``) before it is sent, the way a reply is, and goes to the channel the owner used last, falling back as the
-router does. A run that fell due while Nod was down fires at start when it is at most
-``LATE_BOUND`` late, saying so; later than that it is recorded missed, and a run no channel
-took is recorded undelivered: the owner hears of both at their next message (``notices``).
+sent, in one unit of work (``sent``) before it is sent, the way a reply is, and goes to the
+channel the owner used last, falling back as the router does. A run that fell due while Nod
+was down fires at start when it is at most ``LATE_BOUND`` late, saying so; later than that it
+is recorded missed, and a run no channel took is recorded undelivered: the owner hears of both
+at their next message (``notices``).
 """
 
 from __future__ import annotations
