@@ -3,9 +3,8 @@
 Appending is idempotent on (owner, channel, external id): a redelivered webhook or a
 re-run import returns the message already stored instead of a second copy. What is
 stored is the message as it was made (``core.message.Message``: storable text, its secret
-flag detected), so both backends store the same thing. ``/reset`` ends the
-active thread and opens a new one; the old one stays stored but is no longer the
-conversation.
+flag detected), so both backends store the same thing. ``/reset`` ends the active thread
+and opens a new one; the old one stays stored but is no longer the conversation.
 
 An owner's request is stored ``awaiting`` its answer; what answers it is stored and settles
 it in one unit of work (``append_within``, adapters.storage.requests and unit_of_work), so
