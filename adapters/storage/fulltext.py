@@ -221,8 +221,8 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
 
     Candidates come from history_search's own index, by a message's own words only (the
     text column on SQLite, weight A on PostgreSQL), not its neighbours'; core.history.related
-    orders them with the words' document frequencies (one more statement, only when some
-    match). Card titles and messages with a secret never come.
+    orders them with the words' document frequencies (one more statement, only when more
+    than ``count`` match). Card titles and messages with a secret never come.
     """
     terms = query_terms(request)
     if not terms.terms:
@@ -245,10 +245,10 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
         query = select(messages, func.ts_rank_cd(vector, tsq).label("score")).where(
             vector.op("@@")(tsq), base, messages.c.thread_id == thread_id)
     query = query.order_by(literal_column("score").desc(), messages.c.id.desc()).limit(RELATED_CANDIDATES)
-    rows = (await conn.execute(query)).all()
-    if not rows:
-        return []
-    return closest(request, [stored_message(r) for r in rows], count, Frequencies(*await frequencies(conn, terms.terms)))
+    found = [stored_message(r) for r in await conn.execute(query)]
+    if len(found) <= count:  # each is shown: no order to choose, no frequencies to read
+        return sorted(found, key=lambda m: m.id)
+    return closest(request, found, count, Frequencies(*await frequencies(conn, terms.terms)))
 
 
 class FullText(ThreadReads):

@@ -1,20 +1,11 @@
 """Writing the derived index: catching up by id, following edits, emptying it for a rebuild, letting go.
 
-One process writes an index (tantivy's writer lock is per directory): IndexWriter asks for
-that lock once and, where another process holds it, this one only reads. Messages are
-added in id order up to the settled horizon (``adapters.storage.fence``): on PostgreSQL an
-id still being inserted could otherwise be passed by and never indexed. A batch commits
-whole or not at all, and the watermark moves in the same thread as the commit lands, after
-the searcher reloads, so neither a cancelled await nor a search checking meanwhile sees a
-watermark the searcher does not hold.
-
-Edits change rows the index already holds. Each leaves a ``message_versions`` row
-(adapters.storage.message_edits) whose id, like a message's, never commits behind the settled
-horizon, so they are followed by id too: the marker records the newest edit whose words
-the index holds (``IndexDirectory.edits``), written after tantivy's commit. Re-applying
-one is harmless — each touched document is made again from the row as it is now, at its
-old place — so a crash between the commit and the marker costs only repeating it. The
-caller (DerivedIndex, IndexChecker) holds the state's lock around every change.
+One process writes an index (tantivy's writer lock is per directory); elsewhere it is only
+read. Messages are added in id order up to the settled horizon (adapters.storage.fence), a
+batch whole or not at all, the watermark moving in the commit's own thread after the
+searcher reloads: no cancelled await or concurrent check sees a mark the searcher lacks.
+Edits are followed by their ``message_versions`` id the same way (docs/search.md). The
+caller holds the state's lock around every change.
 """
 
 from __future__ import annotations
