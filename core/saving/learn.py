@@ -39,6 +39,7 @@ FILE_NOT_WORDS = ("What a photo or document shows is not the owner's words and c
 
 class LearnedNotes(Answer):
     purpose: ClassVar[str] = "memory_learn"
+    max_tokens: ClassVar[int] = 2_000  # a handful of notes, each with kind, dates, ids and a quote
     ITEM_LISTS: ClassVar[tuple[str, ...]] = ("notes",)
     notes: list[NoteProposal]
 
