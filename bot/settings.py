@@ -44,7 +44,7 @@ def _var(name: str, *older: str) -> Any:
     return AliasChoices(name, *older) if older else name
 
 
-class Settings(BaseSettings, *(kind.settings for kind in CHANNELS.values())):  # type: ignore[misc]
+class Settings(BaseSettings, *(kind.settings for kind in CHANNELS.values())):  # type: ignore[misc]  # bases from the registry
     """Nod's own settings and, composed in, each channel's in the registry."""
 
     model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore", env_ignore_empty=True,
