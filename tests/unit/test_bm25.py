@@ -38,7 +38,7 @@ def test_a_word_and_its_irregular_forms_are_one_word_of_the_query() -> None:
 
 
 def _message(id_: int, text: str) -> StoredMessage:
-    return StoredMessage(id_, 1, 1, Role.OWNER, text, T0, "test", None, False, False, False, False, None)
+    return StoredMessage(1, Role.OWNER, text, "test", T0, id=id_, thread_id=1, secret=False)
 
 
 def test_related_messages_are_the_best_scored_oldest_first_the_newest_winning_a_tie() -> None:
