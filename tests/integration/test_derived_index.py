@@ -435,9 +435,10 @@ async def test_a_search_cancelled_while_its_catch_up_commits_leaves_no_message_i
     class CancelsTheSearchAsItCommits(_Writer):  # the cancel lands while the commit returns
         def commit(self) -> Any:
             done = self.real.commit()
-            for search in cancel_on_commit:
+            searches = list(cancel_on_commit)
+            cancel_on_commit.clear()  # before the cancel: the test may run on as soon as it lands
+            for search in searches:
                 loop.call_soon_threadsafe(search.cancel)
-            cancel_on_commit.clear()
             return done
 
     index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, tail_limit=8,
