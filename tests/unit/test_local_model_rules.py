@@ -105,3 +105,16 @@ def test_the_agent_deadline_and_the_budget_scale_are_the_operators() -> None:
         Settings(agent_deadline_s=0)
     with pytest.raises(ValueError, match="NOD_MAX_TOKENS_SCALE must be a finite number, not inf"):
         Settings(max_tokens_scale=float("inf"))
+
+
+def test_the_shared_tls_context_checks_certificates_and_host_names_and_is_made_once() -> None:
+    """Every model client shares one context (loading the CA bundle costs CPU per client), and
+    sharing weakens nothing: certificates are required and host names checked, from a real bundle."""
+    import ssl
+
+    from adapters.openai_model.transport import tls_context
+
+    context = tls_context()
+    assert context is tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0
