@@ -36,6 +36,7 @@ from telegram import BotCommand, Update
 from telegram.constants import ChatAction
 from telegram.error import InvalidToken, TelegramError
 from telegram.ext import Application
+from telegram.request import HTTPXRequest
 
 from adapters.telegram.audio import TelegramAudio
 from adapters.telegram.inbound import (
@@ -48,6 +49,7 @@ from adapters.telegram.inbound import (
     tapped_choice,
 )
 from adapters.telegram.sink import BACKOFF_S, MAX_RETRY_AFTER_S, TelegramSender
+from adapters.tls import tls_context
 from core.errors import ConfigError, DeliveryFailed, InvalidInput
 from core.inbox.answering import Answering
 from core.inbox.commands import COMMANDS
@@ -86,10 +88,15 @@ class TelegramConfig:
 
 
 def build_application(config: TelegramConfig) -> Application:  # type: ignore[type-arg]
-    """PTB's application for its configured Bot only: Nod feeds no update queue."""
+    """PTB's application for its configured Bot only: Nod feeds no update queue. Its two HTTP
+    clients (calls, and long polling with PTB's default timeouts) share Nod's TLS context."""
     base = config.api_base_url.rstrip("/")
+    shared = {"verify": tls_context()}
+    calls = HTTPXRequest(connection_pool_size=256, connect_timeout=10, read_timeout=20, write_timeout=20,
+                         httpx_kwargs=shared)
     return (Application.builder().token(config.token).base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
-            .connect_timeout(10).read_timeout(20).write_timeout(20).updater(None).build())
+            .request(calls).get_updates_request(HTTPXRequest(connection_pool_size=1, httpx_kwargs=shared))
+            .updater(None).build())
 
 
 class TelegramChannel:

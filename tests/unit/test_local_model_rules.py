@@ -108,11 +108,12 @@ def test_the_agent_deadline_and_the_budget_scale_are_the_operators() -> None:
 
 
 def test_the_shared_tls_context_checks_certificates_and_host_names_and_is_made_once() -> None:
-    """Every model client shares one context (loading the CA bundle costs CPU per client), and
-    sharing weakens nothing: certificates are required and host names checked, from a real bundle."""
+    """Every httpx client (the model servers', Telegram's) shares one context (loading the CA bundle
+    costs CPU per client), and sharing weakens nothing: certificates are required and host names
+    checked, from a real bundle."""
     import ssl
 
-    from adapters.openai_model.transport import tls_context
+    from adapters.tls import tls_context
 
     context = tls_context()
     assert context is tls_context()
