@@ -19,7 +19,7 @@ from tests.templates import migrated_sqlite
 
 
 class Nod(Protocol):
-    def __call__(self, *argv: str, stdin: str | TextIO = "", **environment: str) -> Ran: ...
+    def __call__(self, *argv: str, stdin: str | bytes | TextIO = "", **environment: str) -> Ran: ...
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def cli(bare: Path) -> Nod:
     """``cli(*argv, stdin="", **environment)``: ``nod ARGV`` in process, in ``bare``'s folder and
     environment plus ``environment``; its exit status and output."""
-    def run(*argv: str, stdin: str | TextIO = "", **environment: str) -> Ran:
+    def run(*argv: str, stdin: str | bytes | TextIO = "", **environment: str) -> Ran:
         return run_nod(argv, stdin=stdin, environ={**os.environ, **environment})
     return run
 
