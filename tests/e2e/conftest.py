@@ -27,9 +27,10 @@ SESSION_LOOP = pytest.mark.asyncio(loop_scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The browser tests run on the session's event loop, where the one Chromium lives."""
+    """The tests here that take a fixture of the session's event loop run on it too."""
     for item in items:
-        if "browser" in getattr(item, "fixturenames", ()) and Path(__file__).parent in Path(str(item.path)).parents:
+        if {"browser", "site", "server"} & set(getattr(item, "fixturenames", ())) and \
+                Path(__file__).parent in Path(str(item.path)).parents:
             item.add_marker(SESSION_LOOP, append=False)
 
 
