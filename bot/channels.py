@@ -1,7 +1,14 @@
-"""The channels ``nod run`` starts: Telegram and WhatsApp, each when it is configured.
+"""The channels Nod knows, one registry entry each, and the ones ``nod run`` starts.
 
-Every channel hands its messages to one front door, and every reply leaves through one
-router that sends it back to the identity it answers (falling back to the owner's other
+A channel package says in its ``kind.py`` all Nod needs of it before it runs: its settings
+(named by their environment variables), when it is on, its start-summary line and how the
+operator writes an identity on it; it builds the running channel, loading its SDK only
+then. ``CHANNELS`` lists them: the settings compose their fields, the start summary, ``--link``
+and ``nod run`` read it, so adding a channel is its package and one line here
+(docs/architecture.md, "Adding a channel").
+
+Every running channel hands its messages to one front door, and every reply leaves through
+one router that sends it back to the identity it answers (falling back to the owner's other
 channel when that one refuses). Objects are made first, so their webhook handlers can be
 mounted before the web server starts; they start after it listens, because Telegram's
 setWebhook may call back at once.
@@ -9,26 +16,26 @@ setWebhook may call back at once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
 
-from adapters.telegram.channel import PATH as TELEGRAM_WEBHOOK
-from adapters.telegram.channel import Pauses, TelegramChannel, TelegramConfig
-from adapters.web.app import Handler
-from adapters.whatsapp.channel import WhatsAppChannel
-from adapters.whatsapp.media import TwilioMedia
-from adapters.whatsapp.sink import TwilioSender, build_client
-from bot.settings import Settings
-from bot.wiring import Services
-from core.inbox.front import FrontDoor
+from pydantic import BaseModel
+
+from adapters.telegram.kind import TELEGRAM
+from adapters.whatsapp.kind import WHATSAPP
+from core.errors import InvalidInput
 from core.inbox.routing import ChannelRouter
+from core.owner import Identity
 from core.ports import AudioSource, MediaSource, ReplySink
 
-DEFAULT_PAUSES = Pauses()
-TELEGRAM_PATH = TELEGRAM_WEBHOOK
-DEFAULT_TELEGRAM_API = "https://api.telegram.org"
+if TYPE_CHECKING:  # bot.settings composes its fields from this registry, so it is imported for types only
+    from adapters.web.app import Handler
+    from bot.settings import Settings
+    from bot.wiring import Services
+    from core.inbox.front import FrontDoor
 
 
 class Files(AudioSource, MediaSource, Protocol):
@@ -36,7 +43,7 @@ class Files(AudioSource, MediaSource, Protocol):
 
 
 class Channel(Protocol):
-    """What ``nod run`` needs of a channel; each channel package's channel class is one."""
+    """A running channel, as ``nod run`` drives it; each channel package's channel class is one."""
 
     @property
     def sender(self) -> ReplySink: ...
@@ -51,30 +58,79 @@ class Channel(Protocol):
     async def stop(self) -> None: ...
 
 
-def _telegram(settings: Settings, pauses: Pauses) -> TelegramChannel | None:
-    if not settings.on("telegram"):
-        return None
-    assert settings.telegram_bot_token  # what "on" means (PARTS), said again for the type checker
-    return TelegramChannel(TelegramConfig(
-        settings.telegram_bot_token, settings.telegram_api_base_url or DEFAULT_TELEGRAM_API,
-        settings.telegram_webhook_url, settings.telegram_webhook_secret, pauses))
+class ChannelKind(Protocol):
+    """A kind of channel before it runs: one per channel package (its ``kind.py``), imports no SDK."""
+
+    @property
+    def name(self) -> str:
+        """The channel its identities carry (``--link NAME:ID``), and the part that says it is on."""
+
+    @property
+    def label(self) -> str:
+        """Its line in the start summary."""
+
+    @property
+    def settings(self) -> type[BaseModel]:
+        """Its environment variables, each a field aliased by its name; bot.settings.Settings composes them."""
+
+    @property
+    def parts(self) -> Mapping[str, tuple[str, ...]]:
+        """Part → the settings it needs, the first one turning it on (a part named ``name`` among them)."""
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The settings whose values are secrets (kept out of what models see)."""
+
+    @property
+    def turn_on(self) -> str:
+        """What to set to turn it on, in the start summary's words ("TELEGRAM_BOT_TOKEN")."""
+
+    @property
+    def off_hint(self) -> str:
+        """Where its settings come from, said when it is off ("from @BotFather"), or ""."""
+
+    @property
+    def example(self) -> str:
+        """An identity as the operator writes it, for the help and the errors."""
+
+    def parse_identity(self, raw: str) -> str:
+        """An identity as the operator writes it, as Nod stores it; InvalidInput when it is not one."""
+
+    def summary(self, settings: Any) -> str:
+        """Its state in the start summary when it is on ("on, webhook …")."""
+
+    def build(self, settings: Any) -> Channel:
+        """The running channel, when it is on; its SDK loads here."""
 
 
-def _whatsapp(settings: Settings, pauses: Pauses) -> WhatsAppChannel | None:
-    if not settings.on("whatsapp"):
-        return None
-    sid, token, sender_id, public_url = (settings.twilio_account_sid, settings.twilio_auth_token,
-                                         settings.twilio_whatsapp_from, settings.public_url)
-    assert sid and token and sender_id and public_url  # what "on" means (PARTS), said again for the type checker
-    client = build_client(sid, token, settings.twilio_api_base_url)
-    media = TwilioMedia(sid, token, settings.twilio_api_base_url)
-    sender = TwilioSender(client, sender_id, template_sid=settings.twilio_reminder_content_sid)
-    return WhatsAppChannel(sender, token, public_url, media)
+Registry = Mapping[str, ChannelKind]
 
 
-# Every channel nod run can start, by the name its identities carry: adding a channel is its
-# package and one line here (and its settings).
-CHANNELS: dict[str, Callable[[Settings, Pauses], Channel | None]] = {"telegram": _telegram, "whatsapp": _whatsapp}
+def registry(*kinds: ChannelKind) -> Registry:
+    return MappingProxyType({kind.name: kind for kind in kinds})
+
+
+# Every channel Nod can run, by the name its identities carry. Adding a channel: its package, and one entry here.
+CHANNELS = registry(TELEGRAM, WHATSAPP)
+
+
+def identity(channels: Registry, channel: str, raw: str) -> Identity:
+    kind = channels.get(channel)
+    if kind is None:
+        raise InvalidInput(f"There is no channel {channel!r}; the channels are {', '.join(channels)}.")
+    return Identity(channel, kind.parse_identity(raw))
+
+
+def linked(channels: Registry, links: Iterable[str]) -> tuple[Identity, ...]:
+    """``--link CHANNEL:ID`` values (the older ``--telegram``, ``--whatsapp`` arrive as such), each checked by its channel."""
+    found = []
+    for link in links:
+        channel, colon, raw = link.partition(":")
+        if not colon or not raw:
+            examples = " or ".join(f"{kind.name}:{kind.example}" for kind in channels.values())
+            raise InvalidInput(f"--link is CHANNEL:ID, e.g. {examples}, not {link!r}.")
+        found.append(identity(channels, channel.strip().lower(), raw))
+    return tuple(found)
 
 
 @dataclass
@@ -89,29 +145,15 @@ class Channels:
         """The channels running here: the ones whose unanswered messages this process may answer."""
         return tuple(self.running)
 
-    @property
-    def telegram(self) -> TelegramChannel | None:
-        found = self.running.get("telegram")
-        return found if isinstance(found, TelegramChannel) else None
-
-    @property
-    def whatsapp(self) -> WhatsAppChannel | None:
-        found = self.running.get("whatsapp")
-        return found if isinstance(found, WhatsAppChannel) else None
-
     async def start(self) -> None:
         for channel in self.running.values():
             await channel.start(self.front)
 
 
 @asynccontextmanager
-async def channels(settings: Settings, svc: Services,
-                   telegram_pauses: Pauses = DEFAULT_PAUSES) -> AsyncIterator[Channels]:
-    """The configured channels around one front door; stopped in reverse on the way out.
-
-    ``telegram_pauses``: how long Telegram's retries wait (tests make them short).
-    """
-    running = {name: built for name, build in CHANNELS.items() if (built := build(settings, telegram_pauses)) is not None}
+async def channels(settings: Settings, svc: Services) -> AsyncIterator[Channels]:
+    """The channels ``settings`` turn on, around one front door; stopped in reverse on the way out."""
+    running = {name: kind.build(settings) for name, kind in settings.channels.items() if settings.on(name)}
     sinks: dict[str, ReplySink] = {name: channel.sender for name, channel in running.items()}
     files: dict[str, Files] = {name: channel.audio for name, channel in running.items()}
     router = ChannelRouter(sinks, svc.owners)

@@ -21,10 +21,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from adapters.storage.database import DEFAULT_URL, sqlite_file, storage_error
 from bot import cli_data, cli_gmail, cli_history, cli_memory, cli_operator, cli_owners, cli_schedules, cli_talk
+from bot.channels import linked
 from bot.cli_parser import parser as _parser
 from bot.doctor import doctor
 from bot.home import DATABASE_FILE, MissingDatabase, database_url_in
-from bot.identities import linked
 from bot.logs import configure_logging
 from bot.settings import Settings, load_settings
 from bot.wiring import Services, services
@@ -34,18 +34,18 @@ from core.owner import Identity
 log = logging.getLogger("nod.cli")
 
 
-def _links(args: argparse.Namespace) -> tuple[Identity, ...]:
-    """The identities the command names, checked by each channel's own parser (bot.identities)."""
-    return linked(args.link, {"telegram": args.telegram, "whatsapp": args.whatsapp})
+def _links(args: argparse.Namespace, settings: Settings) -> tuple[Identity, ...]:
+    """The identities the command names, each checked by its channel (bot.channels)."""
+    return linked(settings.channels, args.link)
 
 
 def _action(args: argparse.Namespace, settings: Settings) -> Callable[[Services], Awaitable[str]]:
     key = (args.command, getattr(args, "archive_action", None) or getattr(args, "action", None))
     table: dict[tuple[str, str | None], Callable[[Services], Awaitable[str]]] = {
         ("init", None): lambda s: cli_operator.init(s, settings, args.created),
-        ("owners", "add"): lambda s: cli_owners.owners_add(s, args.name, _links(args), args.tz),
-        ("owners", "link"): lambda s: cli_owners.owners_link(s, args.name, _links(args)),
-        ("owners", "unlink"): lambda s: cli_owners.owners_unlink(s, args.name, _links(args)),
+        ("owners", "add"): lambda s: cli_owners.owners_add(s, args.name, _links(args, settings), args.tz),
+        ("owners", "link"): lambda s: cli_owners.owners_link(s, args.name, _links(args, settings)),
+        ("owners", "unlink"): lambda s: cli_owners.owners_unlink(s, args.name, _links(args, settings)),
         ("owners", "list"): lambda s: cli_owners.owners_list(s, args.json),
         ("owners", "rename"): lambda s: cli_owners.owners_rename(s, args.old, args.new),
         ("owners", "remove"): lambda s: cli_owners.owners_remove(s, args.name, args.yes, sys.stdin),
@@ -124,8 +124,9 @@ def _quiet_stdout() -> None:
         pass
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+def main(argv: Sequence[str] | None = None, settings_class: type[Settings] = Settings) -> int:
+    """``settings_class``: Nod's settings with another set of channels (``Settings.with_channels``)."""
+    parser = _parser(settings_class.channels)
     args = parser.parse_args(argv)
     if args.command == "tool" and not args.batch and not args.tool:
         parser.error("nod tool needs a TOOL name, or --batch")
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "doctor":  # its own lines, a broken setting among them
         return asyncio.run(doctor(sys.stdout))
     try:
-        settings = load_settings()
+        settings = load_settings(settings=settings_class)
         database_url = settings.database_url
         # a one-shot command's output is its answer; its routine log lines would be noise
         configure_logging(settings.log_level or ("INFO" if args.command == "run" else "WARNING"), settings.log_text)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NoReturn
+
+from bot.channels import CHANNELS, Registry
 
 STDIN = "-"  # a FILE argument that means standard input
 
@@ -48,31 +51,37 @@ def _json(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of text")
 
 
-def _identities(parser: argparse.ArgumentParser, verb: str) -> None:
+def _as_link(channel: str) -> Callable[[str], str]:
+    return lambda raw: f"{channel}:{raw}"
+
+
+# the flags from before --link, still read: each is --link CHANNEL:ID
+LEGACY_FLAGS = (("telegram", "ID"), ("whatsapp", "+NUMBER"))
+
+
+def _identities(parser: argparse.ArgumentParser, verb: str, channels: Registry) -> None:
+    examples = " or ".join(f"{kind.name}:{kind.example}" for kind in channels.values())
     parser.add_argument("--link", action="append", default=[], metavar="CHANNEL:ID",
-                        help=f"an identity to {verb} on any channel (repeatable), e.g. telegram:123456789 or "
-                             "whatsapp:+351912345678")
-    parser.add_argument("--telegram", action="append", default=[], metavar="ID",
-                        help=f"a Telegram numeric user id to {verb} (repeatable), e.g. 123456789")
-    parser.add_argument("--whatsapp", action="append", default=[], metavar="+NUMBER",
-                        help=f"a WhatsApp number to {verb} (repeatable), e.g. +351912345678")
+                        help=f"an identity to {verb}, CHANNEL one of {', '.join(channels)} (repeatable), e.g. {examples}")
+    for channel, metavar in LEGACY_FLAGS:
+        parser.add_argument(f"--{channel}", action="append", dest="link", type=_as_link(channel), metavar=metavar,
+                            help=f"the same as --link {channel}:{metavar} (the older form)")
 
 
-def _owners(sub: argparse._SubParsersAction[Parser]) -> None:
+def _owners(sub: argparse._SubParsersAction[Parser], channels: Registry) -> None:
     owners = _command(sub, "owners", "owners and their channel identities", "nod owners list")
     verbs = owners.add_subparsers(dest="action", required=True, parser_class=Parser)
-    add = _command(verbs, "add", "add an owner", "nod owners add ana --telegram 123456789 --tz Europe/Lisbon")
+    add = _command(verbs, "add", "add an owner", "nod owners add ana --link telegram:123456789 --tz Europe/Lisbon")
     add.add_argument("name", help="the owner's name (unique)")
-    _identities(add, "link")
+    _identities(add, "link", channels)
     add.add_argument("--tz", default="UTC", metavar="ZONE", help="the owner's IANA time zone (default UTC)")
-    link = _command(verbs, "link", "link more Telegram ids or WhatsApp numbers to an owner",
-                    "nod owners link ana --whatsapp +351912345678")
+    link = _command(verbs, "link", "link more identities (a Telegram id, a WhatsApp number…) to an owner",
+                    "nod owners link ana --link whatsapp:+351912345678")
     link.add_argument("name", help="the owner's name")
-    _identities(link, "link")
-    unlink = _command(verbs, "unlink", "remove one Telegram id or WhatsApp number from an owner",
-                      "nod owners unlink ana --telegram 123456789")
+    _identities(link, "link", channels)
+    unlink = _command(verbs, "unlink", "remove one identity from an owner", "nod owners unlink ana --link telegram:123456789")
     unlink.add_argument("name", help="the owner's name")
-    _identities(unlink, "unlink")
+    _identities(unlink, "unlink", channels)
     _json(_command(verbs, "list", "list owners", "nod owners list", "nod owners list --json"), "the owners")
     oset = _command(verbs, "set", "change an owner's settings", "nod owners set ana --spending-limit 5 --tz Asia/Tokyo")
     oset.add_argument("name", help="the owner's name")
@@ -192,9 +201,10 @@ def _schedules(sub: argparse._SubParsersAction[Parser]) -> None:
     _json(cancel, "the result")
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(channels: Registry = CHANNELS) -> argparse.ArgumentParser:
+    """``channels``: the ones ``--link`` names (bot.channels' registry)."""
     top = Parser(prog="nod", description="Nod, a personal assistant with a memory you can trust. Its data lives in "
-                 "NOD_HOME (see `nod doctor`).", epilog="example:\n  nod init && nod owners add ana --telegram 123456789"
+                 "NOD_HOME (see `nod doctor`).", epilog="example:\n  nod init && nod owners add ana --link telegram:123456789"
                  " && nod run", formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"nod {nod_version()}", help="print Nod's version and exit")
     sub = top.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -214,7 +224,7 @@ def parser() -> argparse.ArgumentParser:
     backup = _command(sub, "backup", "copy the SQLite database, consistent while `nod run` writes",
                       "nod backup /var/backups/nod-$(date +%F).db")
     backup.add_argument("file", type=Path, metavar="FILE", help="where to write the copy (must not exist yet)")
-    _owners(sub)
+    _owners(sub, channels)
     _talking(sub)
     _schedules(sub)
     _memory(sub)

@@ -1,7 +1,9 @@
 """Settings: one typed class read once from the environment and an optional ``.env`` file.
 
 The ``.env`` file and the default SQLite database live in the data directory, ``NOD_HOME``
-(bot.home): every command finds the same data from any working directory.
+(bot.home): every command finds the same data from any working directory. Each channel's
+variables are its package's own (``adapters/*/kind.py``), composed in from the registry
+(bot.channels): one flat set of variables, as the README lists them.
 
 pydantic-settings does the reading (the environment wins over ``.env``; an empty value
 counts as unset) and the typing; each variable's name is its field's alias, so the name
@@ -20,13 +22,16 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AliasChoices, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from adapters.storage.database import DEFAULT_URL
+from bot.channels import CHANNELS, ChannelKind, Registry
 from bot.home import ENV_FILE, database_url_in, resolve_home
 from core.errors import ConfigError
 
@@ -39,7 +44,9 @@ def _var(name: str, *older: str) -> Any:
     return AliasChoices(name, *older) if older else name
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, *(kind.settings for kind in CHANNELS.values())):  # type: ignore[misc]  # bases from the registry
+    """Nod's own settings and, composed in, each channel's in the registry."""
+
     model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore", env_ignore_empty=True,
                                       case_sensitive=True, env_file_encoding="utf-8")
 
@@ -60,15 +67,6 @@ class Settings(BaseSettings):
     transcribe_model: str | None = Field(None, validation_alias=_var("NOD_TRANSCRIBE_MODEL"))
     transcribe_base_url: str | None = Field(None, validation_alias=_var("NOD_TRANSCRIBE_BASE_URL"))
     transcribe_api_key: str | None = Field(None, validation_alias=_var("NOD_TRANSCRIBE_API_KEY"))
-    telegram_bot_token: str | None = Field(None, validation_alias=_var("TELEGRAM_BOT_TOKEN"))
-    telegram_webhook_url: str | None = Field(None, validation_alias=_var("TELEGRAM_WEBHOOK_URL"))
-    telegram_webhook_secret: str | None = Field(None, validation_alias=_var("TELEGRAM_WEBHOOK_SECRET"))
-    telegram_api_base_url: str | None = Field(None, validation_alias=_var("TELEGRAM_API_BASE_URL"))
-    twilio_account_sid: str | None = Field(None, validation_alias=_var("TWILIO_ACCOUNT_SID"))
-    twilio_auth_token: str | None = Field(None, validation_alias=_var("TWILIO_AUTH_TOKEN"))
-    twilio_whatsapp_from: str | None = Field(None, validation_alias=_var("TWILIO_WHATSAPP_FROM"))
-    twilio_api_base_url: str | None = Field(None, validation_alias=_var("TWILIO_API_BASE_URL"))
-    twilio_reminder_content_sid: str | None = Field(None, validation_alias=_var("TWILIO_REMINDER_CONTENT_SID"))
     google_client_id: str | None = Field(None, validation_alias=_var("GOOGLE_CLIENT_ID"))
     google_client_secret: str | None = Field(None, validation_alias=_var("GOOGLE_CLIENT_SECRET"))
     # test servers for Google's OAuth endpoints and the Gmail API
@@ -95,11 +93,30 @@ class Settings(BaseSettings):
     log_text: bool = Field(False, validation_alias=_var("NOD_LOG_TEXT"))
     # PostgreSQL: where this host keeps the derived search index (SQLite keeps it beside nod.db)
     search_index_dir: str | None = Field(None, validation_alias=_var("NOD_SEARCH_INDEX_DIR"))
+    channels: ClassVar[Registry] = CHANNELS  # the channels whose settings these are
     reads_environment: ClassVar[bool] = False
 
+    @classmethod
+    def parts(cls) -> dict[str, Part]:
+        """The one place that says when each part is on: each channel's rules, then Nod's own (PARTS)."""
+        return {**{name: Part(needs) for kind in cls.channels.values() for name, needs in kind.parts.items()}, **PARTS}
+
+    @classmethod
+    def variable(cls, field: str) -> str:
+        """The environment variable that sets ``field``."""
+        return _names(cls, field)[0]
+
+    @classmethod
+    def with_channels(cls, *kinds: ChannelKind) -> type[Settings]:
+        """These settings with more channels, or another build of one: a channel outside the
+        registry (a test's) is plugged in through the same entries as the registry's own."""
+        more = tuple(kind.settings for kind in kinds if not issubclass(cls, kind.settings))
+        channels = MappingProxyType({**cls.channels, **{kind.name: kind for kind in kinds}})
+        return type(cls.__name__, (cls, *more), {"channels": channels, "__module__": cls.__module__})
+
     def missing(self, part: str) -> tuple[str, ...]:
-        """The variables ``part`` (a key of PARTS) still needs, by their names; empty when it is on."""
-        return tuple(_names(field)[0] for field in PARTS[part].needs if not getattr(self, field))
+        """The variables ``part`` (a key of ``parts()``) still needs, by their names; empty when it is on."""
+        return tuple(self.variable(field) for field in self.parts()[part].needs if not getattr(self, field))
 
     def on(self, part: str) -> bool:
         return not self.missing(part)
@@ -110,7 +127,7 @@ class Settings(BaseSettings):
         env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Values given in code are the whole story; ``FromEnvironment`` reads the outside."""
+        """Values given in code are the whole story; ``load_settings`` reads the outside."""
         return (init_settings, env_settings, dotenv_settings) if cls.reads_environment else (init_settings,)
 
     @field_validator("*", mode="before")
@@ -198,28 +215,28 @@ class Settings(BaseSettings):
                              "(USD per million input, output tokens).") from None
 
 
-class FromEnvironment(Settings):
-    """Settings as ``nod`` reads them: the environment, then ``.env``."""
+@cache
+def _from_environment(settings: type[Settings]) -> type[Settings]:
+    """``settings`` as ``nod`` reads them: the environment, then ``.env``."""
+    return type("FromEnvironment", (settings,), {"reads_environment": True, "__module__": __name__})
 
-    reads_environment: ClassVar[bool] = True
 
-
-def _names(field: str) -> tuple[str, ...]:
-    alias = Settings.model_fields[field].validation_alias
+def _names(settings: type[Settings], field: str) -> tuple[str, ...]:
+    alias = settings.model_fields[field].validation_alias
     if isinstance(alias, AliasChoices):
         return tuple(str(choice) for choice in alias.choices)
     return (str(alias),)
 
 
 def _name(info: ValidationInfo) -> str:
-    return _names(str(info.field_name))[0]
+    return _names(Settings, str(info.field_name))[0]
 
 
 _OLDER_NAMES = frozenset({"NOD_MAX_CONCURRENT_TURNS"})  # read for compatibility, no longer documented
 
 
-def variable_names() -> tuple[str, ...]:
-    return tuple(name for field in Settings.model_fields for name in _names(field) if name not in _OLDER_NAMES)
+def variable_names(settings: type[Settings] = Settings) -> tuple[str, ...]:
+    return tuple(name for field in settings.model_fields for name in _names(settings, field) if name not in _OLDER_NAMES)
 
 
 @dataclass(frozen=True)
@@ -232,12 +249,9 @@ class Part:
     switch: bool = True
 
 
-# The one place that says when each part is on: nod run's channels, its start summary, the
-# page and Gmail wiring, and the start-up check all read it.
+# When Nod's own parts are on (each channel's rules are in its package): nod run's channels, its
+# start summary, the page and Gmail wiring, and the start-up check all read Settings.parts().
 PARTS: dict[str, Part] = {
-    "telegram": Part(("telegram_bot_token",)),
-    "telegram webhook": Part(("telegram_webhook_url", "telegram_webhook_secret", "telegram_bot_token")),
-    "whatsapp": Part(("twilio_account_sid", "twilio_auth_token", "twilio_whatsapp_from", "public_url")),
     "page": Part(("public_url", "secret_key"), switch=False),
     # the secret key seals the refresh token and signs the page the button is on; Google redirects the
     # browser to NOD_PUBLIC_URL/oauth/google/callback
@@ -245,11 +259,11 @@ PARTS: dict[str, Part] = {
 }
 
 
-def _sentence(error: ValidationError) -> str:
+def _sentence(error: ValidationError, settings: type[Settings]) -> str:
     first = error.errors()[0]
     message = str(first["msg"]).removeprefix("Value error, ")
     field = str(first["loc"][0]) if first["loc"] else ""
-    name = next((n for f in Settings.model_fields for n in _names(f) if field in (f, n)), field)
+    name = next((n for f in settings.model_fields for n in _names(settings, f) if field in (f, n)), field)
     if name in message:
         return message
     return f"{name} is not valid: {message[0].lower() + message[1:]} (not {first.get('input')!r})."
@@ -258,9 +272,9 @@ def _sentence(error: ValidationError) -> str:
 def check(settings: Settings) -> Settings:
     """The rules across variables: an enabled part needs its secrets, all of them named at once."""
     missing: dict[str, list[str]] = {}
-    for name, part in PARTS.items():
+    for name, part in settings.parts().items():
         if part.switch and getattr(settings, part.needs[0]) and settings.missing(name):
-            needed = missing.setdefault(_names(part.needs[0])[0], [])
+            needed = missing.setdefault(settings.variable(part.needs[0]), [])
             needed += [n for n in settings.missing(name) if n not in needed]
     if missing:  # one sentence for every part, so a restart never uncovers the next one
         raise ConfigError("; ".join(f"{enabling} is set, so {joined(needed)} must be set too"
@@ -278,27 +292,29 @@ def check(settings: Settings) -> Settings:
     return settings
 
 
-def joined(names: Sequence[str]) -> str:
-    """"A", "A and B", "A, B and C"."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+def joined(names: Sequence[str], last: str = "and") -> str:
+    """"A", "A and B", "A, B and C" (or with ``last`` "or": "A, B or C")."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
 
 
 IN_HOME = Path("$NOD_HOME", ENV_FILE)  # load_settings' default: the .env in the data directory
 
 
-def load_settings(env_file: Path | None = IN_HOME, environ: Mapping[str, str] | None = None) -> Settings:
+def load_settings(env_file: Path | None = IN_HOME, environ: Mapping[str, str] | None = None,
+                  settings: type[Settings] = Settings) -> Settings:
     """Settings from the environment over ``.env`` (if present), checked; ConfigError naming the variable.
 
     ``env_file`` is ``NOD_HOME/.env`` unless given (None: no file). The result names its
     data directory (``home``) and, unless ``NOD_DATABASE_URL`` is set, ``NOD_HOME/nod.db``.
+    ``settings``: another set of channels (``Settings.with_channels``).
     """
     home = resolve_home(os.environ if environ is None else environ)
     if env_file is IN_HOME:
         env_file = home / ENV_FILE
     try:
-        loaded = FromEnvironment(_env_file=env_file if env_file is not None and env_file.is_file() else None)
+        loaded = _from_environment(settings)(_env_file=env_file if env_file is not None and env_file.is_file() else None)
     except ValidationError as exc:
-        raise ConfigError(_sentence(exc)) from None
+        raise ConfigError(_sentence(exc, settings)) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{env_file} is not UTF-8 text; save it as UTF-8 or remove it.") from None
     update: dict[str, Any] = {"home": str(home)}

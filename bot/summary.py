@@ -2,7 +2,8 @@
 
 An operator who starts Nod with half a configuration should not have to read the code to
 learn why WhatsApp stays silent: every part is listed, and an "off" names the variable
-to set. Secrets never appear (the database password is masked, tokens are not shown).
+to set. Secrets never appear (the database password is masked, tokens are not shown). Each
+channel's line is its package's to word (bot.channels).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.engine import make_url
 
-from adapters.whatsapp.channel import PATH as WHATSAPP_PATH
+from bot.channels import ChannelKind
 from bot.settings import Settings, joined
 
 WIDTH = 14
@@ -26,19 +27,20 @@ def _server(base_url: str | None) -> str:
     return urlsplit(base_url).netloc if base_url else "api.openai.com"
 
 
-def _telegram(s: Settings) -> str:
-    if not s.on("telegram"):
-        return "off: set TELEGRAM_BOT_TOKEN (from @BotFather)"
-    if s.telegram_webhook_url:
-        return f"on, webhook {s.telegram_webhook_url}"
-    return "on, polling (set TELEGRAM_WEBHOOK_URL for a webhook)"
-
-
-def _whatsapp(s: Settings) -> str:
-    needed = s.missing("whatsapp")
+def _channel(kind: ChannelKind, s: Settings) -> str:
+    needed = s.missing(kind.name)
     if needed:
-        return "off: set " + joined(needed)
-    return f"on, Twilio from {s.twilio_whatsapp_from}, webhook {str(s.public_url).rstrip('/')}{WHATSAPP_PATH}"
+        return f"off: set {joined(needed)}" + (f" ({kind.off_hint})" if kind.off_hint else "")
+    return kind.summary(s)
+
+
+def _no_channel(s: Settings) -> list[str]:
+    """The line that says how to talk to Nod when no channel is on; none when one is."""
+    if any(s.on(name) for name in s.channels):
+        return []
+    ways = [kind.turn_on for kind in s.channels.values()]
+    turn_on = f", or set {joined(ways, 'or')}" if ways else ""
+    return [f"No channel is on: talk to Nod here with `nod chat --owner NAME`{turn_on}."]
 
 
 def _page(s: Settings) -> str:
@@ -78,11 +80,9 @@ def _database(s: Settings) -> str:
 
 def start_summary(settings: Settings, search_index: Path | None) -> str:
     """The lines ``nod run`` prints once, before it listens."""
-    whatsapp = _whatsapp(settings)
-    lines = [
+    return "\n".join([
         "Nod is starting:",
-        _line("Telegram", _telegram(settings)),
-        _line("WhatsApp", whatsapp),
+        *(_line(kind.label, _channel(kind, settings)) for kind in settings.channels.values()),
         _line("memory page", _page(settings)),
         _line("Gmail", _gmail(settings)),
         *_models(settings),
@@ -91,8 +91,5 @@ def start_summary(settings: Settings, search_index: Path | None) -> str:
         _line("database", _database(settings)),
         _line("search index", str(search_index.resolve()) if search_index
               else "PostgreSQL's own full text (set NOD_SEARCH_INDEX_DIR for the derived index)"),
-    ]
-    if not settings.on("telegram") and not settings.on("whatsapp"):
-        lines.append("No channel is on: talk to Nod here with `nod chat --owner NAME`, or set TELEGRAM_BOT_TOKEN "
-                     "or the TWILIO_* settings.")
-    return "\n".join(lines)
+        *_no_channel(settings),
+    ])

@@ -193,8 +193,9 @@ def _gmail(settings: Settings, engine: AsyncEngine, gateway: Gateway, memory: Me
 
 def _known_secrets(settings: Settings) -> tuple[str, ...]:
     """The secret values Nod holds itself: scrubbed from every skill draft before a model sees it."""
-    values = (settings.openai_api_key, settings.memory_api_key, settings.transcribe_api_key, settings.telegram_bot_token,
-              settings.telegram_webhook_secret, settings.twilio_auth_token, settings.secret_key, settings.google_client_secret)
+    values = (settings.openai_api_key, settings.memory_api_key, settings.transcribe_api_key, settings.secret_key,
+              settings.google_client_secret,
+              *(getattr(settings, field) for kind in settings.channels.values() for field in kind.secrets))
     return tuple(v for v in values if v)
 
 

@@ -140,6 +140,16 @@ class Answer(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
     purpose: ClassVar[str]
+    # the call's max_tokens, before NOD_MAX_TOKENS_SCALE: what the largest legitimate answer needs,
+    # with room to spare, so a runaway model stops there (docs/turn.md, Budgets)
+    max_tokens: ClassVar[int]
+    KINDS: ClassVar[dict[str, type[Answer]]] = {}  # every answer kind by purpose: made by defining the class
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if "purpose" in cls.__dict__:
+            Answer.KINDS[cls.purpose] = cls
     ITEM_LISTS: ClassVar[tuple[str, ...]] = ()  # lists whose malformed items are dropped, not fatal
     dropped: SkipJsonSchema[int] = 0
 

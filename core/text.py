@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -113,6 +114,11 @@ def stem(word: str) -> str:
 
 def stems(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in set(words(text)))
+
+
+def stem_counts(text: str) -> Counter[str]:
+    """A text's stems, each with how often its words occur: what BM25 counts (core.bm25)."""
+    return Counter(map(stem, words(text)))
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,7 @@
 """Voice notes: the bounds Nod listens within, the sentences it answers with, the two ports.
 
-A channel hands in a ``VoiceNote`` (``core.message``): a reference to the audio, never
-the audio. Nod keeps the audio in memory only while it is transcribed — not in the
-database, not on disk — so what the owner said is kept as the transcript (a message
-flagged ``voice``) and the sound itself is gone once it has been heard.
-
-Bounds come first and cost nothing: the size and duration the platform declares are
-checked before anything is downloaded (``refusal``), the size again while and after
-downloading (an ``AudioSource`` stops reading past ``MAX_AUDIO_BYTES``). 20 MB is what
-Telegram lets a bot download; ten minutes keeps one note's transcription to about six
-cents at OpenAI's list price. WhatsApp (Twilio) declares neither, so there the size bound
-is the only one.
-
-Two ports: an ``AudioSource`` per channel fetches the bytes (python-telegram-bot's
-``getFile``, Twilio's media URL), and a ``Transcriber`` (the OpenAI-compatible
-``/v1/audio/transcriptions`` adapter) turns them into text; the gateway times it and
-records its usage row.
+The audio is held in memory only while it is transcribed; the bounds are checked before
+anything is downloaded, so a refusal costs nothing. Details: docs/turn.md, "Voice notes".
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ import pytest
 
 from bot.cli import main
 from bot.logs import QUIET_LIBRARIES
+from bot.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,10 @@ class Output(Protocol):  # a Ran, or subprocess.CompletedProcess[str] from a pro
 
 
 def run_nod(argv: Sequence[str], *, stdin: str | bytes | TextIO = "", environ: Mapping[str, str] | None = None,
-            cwd: Path | None = None) -> Ran:
+            cwd: Path | None = None, settings: type[Settings] = Settings) -> Ran:
     """``nod ARGV`` in process. ``environ`` is the whole environment it sees (as a process's
-    ``env=``; None: this process's own), ``cwd`` its working folder (None: this one).
+    ``env=``; None: this process's own), ``cwd`` its working folder (None: this one),
+    ``settings`` Nod's settings with the channels it knows (``Settings.with_channels``).
 
     Exit statuses are the shell's: ``main``'s return value, or argparse's ``SystemExit``
     (2 for bad usage, 0 for ``--help``). An exception ``main`` lets out is raised here, so the
@@ -73,7 +75,7 @@ def run_nod(argv: Sequence[str], *, stdin: str | bytes | TextIO = "", environ: M
         patch.setattr(sys, "stdout", out)
         patch.setattr(sys, "stderr", err)
         try:
-            code = main(list(argv))
+            code = main(list(argv), settings)
         except SystemExit as exc:  # as the interpreter turns it into a status
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     return Ran(code, out.getvalue(), err.getvalue())

@@ -24,9 +24,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from adapters.storage.message_store import stored_message
 from adapters.storage.schema import messages
 from adapters.storage.thread_reads import ThreadReads
+from core.history.ranking import Frequencies
+from core.history.related import closest
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
 from core.message import StoredMessage
-from core.text import query_terms, stem, stems
+from core.text import query_terms, stem
 
 _fts = table("search_fts", column("rowid"))
 def _scope_filter(scope: Scope) -> ColumnElement[bool]:
@@ -218,9 +220,9 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
     """Up to ``count`` owner messages with id below ``older_than`` sharing the most words, oldest first.
 
     Candidates come from history_search's own index, by a message's own words only (the
-    text column on SQLite, weight A on PostgreSQL), not its neighbours'; they are ordered
-    by how many distinct words of the request they share, then by relevance, then newest
-    first. Card titles and messages with a secret never come.
+    text column on SQLite, weight A on PostgreSQL), not its neighbours'; core.history.related
+    orders them with the words' document frequencies (one more statement, only when more
+    than ``count`` match). Card titles and messages with a secret never come.
     """
     terms = query_terms(request)
     if not terms.terms:
@@ -243,11 +245,10 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
         query = select(messages, func.ts_rank_cd(vector, tsq).label("score")).where(
             vector.op("@@")(tsq), base, messages.c.thread_id == thread_id)
     query = query.order_by(literal_column("score").desc(), messages.c.id.desc()).limit(RELATED_CANDIDATES)
-    rows = (await conn.execute(query)).all()
-    wanted = terms.stems
-    found = [(stored_message(r), float(r.score)) for r in rows]
-    best = sorted(found, key=lambda pair: (-len(wanted & stems(pair[0].text)), -pair[1], -pair[0].id))[:count]
-    return sorted((m for m, _ in best), key=lambda m: m.id)
+    found = [stored_message(r) for r in await conn.execute(query)]
+    if len(found) <= count:  # each is shown: no order to choose, no frequencies to read
+        return sorted(found, key=lambda m: m.id)
+    return closest(request, found, count, Frequencies(*await frequencies(conn, terms.terms)))
 
 
 class FullText(ThreadReads):

@@ -170,7 +170,7 @@ _TAIL = text(
 async def tail(engine: AsyncEngine, thread_id: int, after: int, upto: int, limit: int) -> tuple[list[Any], int | None]:
     """At most ``limit`` of the thread's messages in (after, upto], each with the text before
     it, and the id of the thread's last message at or before ``after`` (None: there is none).
-    The derived index answers up to ``after``; these it has not indexed yet (adapters.storage.search_index.tail)."""
+    The derived index answers up to ``after``; these it has not indexed yet (adapters.storage.search_index.unindexed)."""
     async with engine.connect() as conn:
         rows = (await conn.execute(_TAIL, {"thread": thread_id, "after": after, "upto": upto, "limit": limit})).all()
     before = rows[0].before if rows else None

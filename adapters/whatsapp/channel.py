@@ -21,13 +21,13 @@ from twilio.request_validator import RequestValidator, get_signature_algorithm
 from twilio.twiml.messaging_response import MessagingResponse
 
 from adapters.whatsapp.inbound import CHANNEL, incoming_message
+from adapters.whatsapp.kind import PATH
 from adapters.whatsapp.media import TwilioMedia
 from adapters.whatsapp.sink import TwilioSender
 from core.inbox.answering import Answering
 from core.inbox.front import FrontDoor
 
 log = logging.getLogger("nod.whatsapp")
-PATH = "/webhooks/whatsapp"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 EMPTY_TWIML = str(MessagingResponse())
 

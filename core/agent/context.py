@@ -1,23 +1,6 @@
 """What the agent sees at the start of a turn, assembled in one place, in cache order.
 
-Providers cache a request's longest unchanged beginning (OpenAI, vLLM's prefix caching,
-llama.cpp's slots, Ollama's kept context), so the prompt goes from what changes least to
-what changes every turn: the tools (sent first by the server), one system message — the
-instructions, the owner context (every saved note, then the learned skills, by name) and
-the task guides — then the recent conversation, whose window starts at an anchor that
-moves in blocks (``core.agent.window``), and only then, in the final user message, a
-block of what is new this turn, labelled as the server's in plain words (``core.agent.framing``:
-a small model copies bracketed tags into its answer) — the date and time in the owner's
-zone, related older messages with their ids, the evidence packet — followed by the request
-itself, as the owner wrote it.
-
-It is exactly one system message, and it leads: Qwen 3.5 and Mistral chat templates
-refuse any other ("System message must be at the beginning."). Consecutive messages of
-one role are merged, since some templates require user and assistant to alternate.
-
-Flags travel with the text: a tapped button is Nod's own wording, forwarded or quoted
-text is not the owner's words, and a voice note's transcript is marked as one (a
-transcription may mishear a name), so the model is told which is which.
+Why the order and the one leading system message: docs/turn.md, "What the agent sees".
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from core.agent.budgets import AGENT_MAX_TOKENS, memory_max_tokens, scaled
+from core.agent.budgets import AGENT_MAX_TOKENS, scaled
 from core.agent.model import ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
 from core.agent.slots import waiting_elsewhere
 from core.agent.usage import PriceTable, UsageRecord
@@ -150,7 +150,7 @@ class Gateway:
             raise ConfigError("No memory model is configured (NOD_MEMORY_MODEL).")
         purpose = answer.purpose
         request = ChatRequest(str(self.roles.memory_model), messages, schema=JsonSchema(purpose, strict_schema(answer)),
-                              temperature=MEMORY_TEMPERATURE, max_tokens=memory_max_tokens(purpose, self.roles.max_tokens_scale))
+                              temperature=MEMORY_TEMPERATURE, max_tokens=scaled(answer.max_tokens, self.roles.max_tokens_scale))
         return await self._call(owner_id, purpose, self._memory, request, self.roles.memory_deadline_s,
                                 lambda reply: _read(answer, reply, owner_id))
 

@@ -1,18 +1,7 @@
 """Photos and documents as values: the channel's reference, the bounds, the sentences, the port.
 
-A channel hands in a ``MediaRef`` (on ``core.message.Inbound``): where it can fetch the
-file again — a Telegram file_id, a Twilio media URL — and what the platform declared of
-it, never the file. The reference is stored with the message, before the platform is
-acknowledged, so a turn a crash interrupted fetches it once more; the bytes live in
-memory only while the turn reads them (``core.attachments.reading``) and are never
-written to the database or to disk.
-
-Bounds, checked on what the platform declares before anything is downloaded and again
-on the bytes: images up to ``MAX_IMAGE_BYTES`` and ``MAX_IMAGE_PIXELS`` (sent to the
-model at most ``MAX_IMAGE_SIDE`` pixels a side), documents up to ``MAX_DOCUMENT_BYTES``
-and PDFs up to ``MAX_PDF_PAGES`` pages; at most ``MAX_DOCUMENT_CHARS`` of a document's
-text reach the model, cut with a line saying so. What the model sees in a file is not the
-owner's words: the caption is, and only it is stored as the message's text.
+A message carries a reference, never the file, so the file's bytes never reach the database
+or the disk. The bounds and why: docs/turn.md, "Photos and documents: references and bounds".
 """
 
 from __future__ import annotations

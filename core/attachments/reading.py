@@ -1,19 +1,7 @@
-"""Reading a turn's photos and documents before the turn answers: fetch, bound, prepare — in memory only.
+"""Reading a turn's photos and documents before it answers: fetch, bound, prepare, in memory only.
 
-A photo or document arrives stored awaiting like any request, with the channel's
-reference to it. The turn — holding the owner's lock, its request still awaiting —
-reads every attachment of the owner's awaiting messages up to its request: the channel's
-``MediaSource`` fetches the bytes into memory (bounded by what it reads), an image is
-made a ``data:`` URL (``core.attachments.images``) and a document's text an
-``untrusted_attachment`` block (``core.attachments.documents``), each in a worker thread
-so the event loop stays free. Nothing of them is stored: the bytes are dropped when the
-turn's prompt is, and a crash before the answer leaves the reference, so the recovered
-turn fetches them again.
-
-A file that cannot be read — no vision model for an image, past the bounds, gone, not
-what it says — becomes one sentence for the owner. When the request has no words of its
-own (a photo without a caption) and nothing of it could be read, that sentence is the
-whole answer and no turn runs.
+Nothing of a file is stored, so a turn a crash cut short fetches it again from the channel's
+reference. Details: docs/turn.md, "Photos and documents in a turn".
 """
 
 from __future__ import annotations

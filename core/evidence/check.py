@@ -29,6 +29,7 @@ MAX_READS_CHARS = 80_000
 
 class ReplyVerdict(Answer):
     purpose: ClassVar[str] = "reply_check"
+    max_tokens: ClassVar[int] = 2_500  # a revised reply: the agent's answer with its verdict around it
     verdict: Literal["keep", "revise"]
     text: str = ""
 INSTRUCTIONS = """Check a personal assistant's draft reply before it is sent. Compare its personal

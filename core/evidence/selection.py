@@ -90,6 +90,7 @@ class EvidenceChoice(Answer):
     """The first call: which notes bear on the request, which searches to run, totals or not."""
 
     purpose: ClassVar[str] = "evidence_selection"
+    max_tokens: ClassVar[int] = 1_500  # up to 100 note paths for totals and five searches
     ITEM_LISTS: ClassVar[tuple[str, ...]] = ("searches",)
     notes: list[str] = []
     searches: list[EvidenceSearch] = []
@@ -100,6 +101,7 @@ class EvidenceRanking(Answer):
     """The second call: the supplied notes and messages that are evidence, most useful first."""
 
     purpose: ClassVar[str] = "evidence_selection"
+    max_tokens: ClassVar[int] = 1_500  # up to 100 ranked note paths and message ids
     notes: list[str] = []
     messages: list[int] = []
 SELECT = """Select evidence for a personal assistant's answer. Given the owner's request, the

@@ -50,6 +50,7 @@ Answer with style."""
 
 class WritingStyle(Answer):
     purpose: ClassVar[str] = "writing_style"
+    max_tokens: ClassVar[int] = 400  # at most 500 characters
     style: str
 
 

@@ -32,7 +32,7 @@ class Cursor:
     fingerprint: str
     offset: int
     snapshot: int  # the highest message id the search may see
-    split: int | None = None  # the derived index answered up to this id (adapters.storage.search_index.tail); None: the database
+    split: int | None = None  # the derived index answered up to this id (adapters.storage.search_index.unindexed); None: the database
     added: int = 0  # messages the first page's window added (core.history.preceding): later pages skip past them
     # the first page's word statistics (documents, (stem, count) …): later pages re-rank the window with them
     counts: tuple[int, tuple[tuple[str, int], ...]] | None = None

@@ -8,11 +8,11 @@ frequencies, so every backend orders them alike. Only matching messages are rank
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
+from core.bm25 import bm25f, idf, normalised
 from core.history.periods import DateHint
 from core.history.scope import CONTEXT_WEIGHT, Hit, Shape
 from core.text import sentences, stem, words
@@ -21,9 +21,7 @@ WINDOW = 100  # candidates re-ranked; beyond these the backend's order continues
 NEIGHBOUR_REACH = 2
 NEIGHBOUR_WEIGHTS = (0.5, 0.2)  # adjacent, then one further away
 OWNER_NAMED_BOOST = 2.0
-NEXT_WEIGHT = 0.2  # the next message's words, in BM25F
-K1 = 0.9
-B = 0.5
+NEXT_WEIGHT = 0.2  # the next message's words, in BM25F (core.bm25)
 QUESTION_KEEPS = 0.7
 QUESTION_GIVES = 0.6
 DATE_BOOST = 6.0  # LoCoMo dev R@10: 2 → 0.750, 4 → 0.756, 5–8 → 0.758
@@ -57,8 +55,8 @@ class Frequencies:
     of: Mapping[str, int]
 
     def idf(self, stems: frozenset[str]) -> float:
-        held = min(self.documents, sum(self.of.get(s, 0) for s in stems))
-        return math.log(1 + (self.documents - held + 0.5) / (held + 0.5))
+        """One query word's (its stems together) IDF among the index's messages."""
+        return idf(self.documents, sum(self.of.get(s, 0) for s in stems))
 
 
 @dataclass
@@ -148,22 +146,15 @@ def _own_scores(
 ) -> dict[int, float]:
     """BM25F over a message and its neighbours' words, scaled by the share of the query it holds."""
     average = max(1.0, sum(r.length for r in read.values()) / len(read))
-    total_idf = sum(idfs) or 1.0
-    # each candidate's query-word frequencies, length-normalised (BM25's b)
-    tf = {i: [n / (1 - B + B * r.length / average) for n in r.counts] for i, r in read.items()}
+    # each candidate's query-word frequencies, length-normalised
+    tf = {i: [normalised(n, r.length, average) for n in r.counts] for i, r in read.items()}
     own: dict[int, float] = {}
     for hit in hits:
         freqs = tf[hit.id]  # BM25F: the fields' frequencies added, then saturated once
         for n, weight in ((previous.get(hit.id), CONTEXT_WEIGHT), (following.get(hit.id), NEXT_WEIGHT)):
             if n in tf:
                 freqs = [f + weight * g for f, g in zip(freqs, tf[n], strict=True)]
-        score = covered = 0.0
-        for freq, held, idf in zip(freqs, read[hit.id].counts, idfs, strict=True):
-            if freq:
-                score += idf * freq / (K1 + freq)
-            if held:
-                covered += idf
-        own[hit.id] = score * covered / total_idf
+        own[hit.id] = bm25f(freqs, read[hit.id].counts, idfs)
     return own
 
 

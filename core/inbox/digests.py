@@ -30,6 +30,7 @@ MAX_SUMMARY_CHARS = 1_200
 
 class Digest(Answer):
     purpose: ClassVar[str] = "digest"
+    max_tokens: ClassVar[int] = 800  # eight short lines
     summary: str
 INSTRUCTIONS = """You write a short digest, for the owner, of what their assistant Nod \
 remembers about them. Use only the notes given; add nothing, guess nothing. Speak to the \

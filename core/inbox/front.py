@@ -1,18 +1,7 @@
 """The front door every channel calls with what a sender wrote.
 
-In order: a sender who is not an owner gets the gate's refusal and nothing is stored; a
-command is recorded (its receipt makes a redelivery do nothing, on every worker and after a
-restart) and answered without a turn; any other message goes to the conductor, which
-stores it — a redelivered one is found by its external id — and starts the owner's turn,
-whose reply reaches the channel later through the reply sink. A voice note Nod will not
-hear (no transcription model; declared too long or too large) is stored as the flagged
-attachment only and answered with one sentence, with no turn; so is a photo or document
-without a caption that Nod will not read (no vision model; declared too large). An edit
-of a stored message goes to the conductor, which restarts its turn only while it awaits.
-A group that addresses Nod hears one sentence, once (``group``). When ``handle`` returns,
-what the sender wrote is stored, so the channel may acknowledge it; when it raises, the
-channel must not. The channel only translates its platform's message into ``Inbound``
-and sends back ``Handled.answer`` when there is one.
+When ``handle`` returns, what the sender wrote is stored, so the channel may acknowledge it;
+when it raises, the channel must not. The order of checks: docs/turn.md, "The front door".
 """
 
 from __future__ import annotations

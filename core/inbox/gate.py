@@ -69,7 +69,7 @@ class Gate:
         """The refusal to send this stranger now, or None when it would be one too many."""
         now = self._clock.now()
         log.warning(
-            "stranger_refused channel=%s id=%s (to let them in: nod owners add NAME --%s %s)",
+            "stranger_refused channel=%s id=%s (to let them in: nod owners add NAME --link %s:%s)",
             sender.channel, sender.external_id, sender.channel, sender.external_id,
         )
         while self._refusals_sent and now - self._refusals_sent[0] >= timedelta(minutes=1):

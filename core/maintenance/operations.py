@@ -56,6 +56,7 @@ Operation = AddOperation | ArchiveOperation
 
 class Reflection(Answer):
     purpose: ClassVar[str] = "reflect"
+    max_tokens: ClassVar[int] = 3_000  # operations over a batch of 40 messages, each quoted
     ITEM_LISTS: ClassVar[tuple[str, ...]] = ("operations",)
     operations: list[Operation]
 

@@ -1,21 +1,7 @@
 """The lossless JSON export of one owner's memory, and the checks its import passes.
 
-The Markdown export is for reading; this one is for moving an owner's memory between
-databases or keeping it safe: every note with its status, origin, evidence and quotes, the
-archive with each reason, the learned skills, the maintenance watermark, the owner's time
-zone and settings, and the owner's active reminders and scheduled tasks (each as its kind,
-text, local start and RRULE: an import makes them again from its own clock, so a run that
-has passed is not fired, and a one-off in the past is left out and counted). The memory
-part is exactly the stored document (``core.memory.codec``), so an export imported and
-exported again is the same bytes.
-
-The document names no owner id: an import writes to the owner the operator names, never
-to one an id in the file points at. Evidence keeps its message ids (they are the notes'
-sources in the database they came from); the page and the agent show a source only while
-it is one of the owner's own messages, so an id pointing at another owner's message in
-another database shows nothing of it. An import passes the rules every note passes: the
-256 KiB limit, the text, abstract, quote and slug limits, and no secret in any field
-(``core.secrets``); a file that breaks one is refused whole, never trimmed.
+An import passes the rules every note passes and writes only to the owner the operator
+names, so a file can move memory without smuggling anything in. Details: docs/memory.md.
 """
 
 from __future__ import annotations

@@ -4,17 +4,17 @@
 status, label, origin and sources. The agent receives only the saved support quote,
 never the whole source message, and only while the quote still matches an owner
 message it came from: an edited or deleted source hides it. ``memory_find`` is a plain
-keyword match over slug, abstract and text, in any word form, ranked by how rare the
-shared words are; no model and no embeddings.
+keyword match over slug, abstract and text, in any word form, ranked by BM25F over those
+three fields (core.bm25, as history_search re-ranks); no model and no embeddings.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from core.bm25 import scores
 from core.clock import model_time
 from core.errors import InvalidInput, NotFound
 from core.memory.model import AREAS, Entry, MemoryDocument
@@ -22,11 +22,10 @@ from core.memory.quotes import quote_matches
 from core.memory.render import label_of
 from core.message import Role
 from core.ports import MessageLookup
-from core.text import query_terms, stems
+from core.text import query_terms, stem_counts
 
 MAX_FOUND = 20
-_FIELD_WEIGHTS = (("slug", 2.0), ("abstract", 1.5), ("text", 1.0))
-
+FIELD_WEIGHTS = (2.0, 1.5, 1.0)  # slug, abstract, text: a word in the slug names the note
 
 
 def _areas_hint() -> str:
@@ -95,32 +94,21 @@ async def memory_read(
     return await read_entry(doc, path, owner_id, zone, lookup)
 
 
-def _field_stems(entry: Entry) -> dict[str, frozenset[str]]:
-    return {
-        "slug": stems(entry.slug.replace("-", " ").replace("_", " ")),
-        "abstract": stems(entry.abstract or ""),
-        "text": stems(entry.text),
-    }
+def _fields(entry: Entry) -> tuple[Counter[str], Counter[str], Counter[str]]:
+    """The note's stems by field, in FIELD_WEIGHTS' order (a slug's hyphens and underscores part words)."""
+    return (stem_counts(entry.slug.replace("-", " ").replace("_", " ")), stem_counts(entry.abstract or ""),
+            stem_counts(entry.text))
 
 
 def memory_find(doc: MemoryDocument, words: str) -> dict[str, Any]:
-    """Entries sharing words with ``words`` (any word form), rarest shared words first."""
+    """Entries sharing words with ``words`` (any word form), best BM25F score first."""
     if not words.strip():
         raise InvalidInput("memory_find needs `words`: the words to look for.")
-    wanted = query_terms(words).stems
-    if not wanted:
+    groups = query_terms(words).stem_groups
+    if not groups:
         raise InvalidInput("memory_find needs at least one word to look for.")
-    fields = {e.path: _field_stems(e) for e in doc.entries}
-    frequency = Counter(s for f in fields.values() for s in set().union(*f.values()) & wanted)
-    total = len(doc.entries)
-    scored = []
-    for entry in doc.entries:
-        score = sum(
-            weight * math.log(1 + total / frequency[s])
-            for name, weight in _FIELD_WEIGHTS for s in fields[entry.path][name] & wanted
-        )
-        if score > 0:
-            scored.append((score, entry))
+    relevance = scores([_fields(e) for e in doc.entries], FIELD_WEIGHTS, groups)
+    scored = [(score, entry) for score, entry in zip(relevance, doc.entries, strict=True) if score > 0]
     scored.sort(key=lambda pair: (-pair[0], pair[1].path))
     found = [
         {"path": e.path, "text": e.text, "status": e.status.value, "label": label_of(e)}

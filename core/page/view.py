@@ -1,15 +1,7 @@
 """What the memory page and ``GET /api/memory`` show: the document, read for its owner.
 
-Notes by area with their status label (Mentioned once, Learned, Confirmed — or Learned from
-your sent email), each with its sources: the owner's own message, whole, and its local time
-("2 Nov, 13:55"; and whether it came from a voice note: then its text is a transcription).
-A message cited twice is one source. Times, archive reasons and the capacity meter are in
-words (``core.page.words``); each note carries the text search matches (``core.page.find``).
-Only the owner's own messages are shown as sources, never Nod's words or a tool's; a
-source that is gone, or is not the owner's, is listed without text. The archive is shown
-as "Let go" with why in words, what replaced it, when, and what a restore would replace. Every note, archived record and skill carries an ``etag``:
-a fingerprint of what the page showed, which every edit sends back, so an edit of a
-version that has changed since is refused instead of overwriting it.
+Only the owner's own messages are shown as sources, and every item carries an ``etag`` so an
+edit of a changed version is refused. Details: docs/page.md, "What the page shows".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """memory_learn: notes written by the memory model from the owner's own messages only.
 
-The server, not the agent, decides what the memory model may read: the current owner
-message, the owner's last ten messages of the conversation before it, and older messages
-the agent names by id — each one the owner's own. A named id that is anything else
-(Nod's reply, a tool result, another owner's message, an unknown id) refuses the whole
-save: an agent that names it has been misled, by an injected instruction or otherwise.
-Card titles (Nod's wording), forwarded or quoted text, a file's label ("[sent a photo]",
-a shared location: Nod's wording), messages over 4,000 characters and messages with a
-secret are left out. What a photo or document shows is never read: it is not stored, and
-it is not the owner's words — a caption is, and only the caption reaches the memory model. The model never sees Nod's replies, tool results,
-web pages or email, so whatever fooled the agent cannot become a note.
-
-The accepted notes are applied in one compare-and-swap: a repeat of an existing note
-(same words after folding case, accents and punctuation) adds evidence and confirms it; a
-replacement is saved before the notes it replaces are archived; a taken path gets a
-numbered slug rather than overwriting an unrelated note.
+The server, not the agent, decides what the memory model reads, so whatever fooled the agent
+cannot become a note. The rules: docs/memory.md, "What memory_learn may read".
 """
 
 from __future__ import annotations
@@ -52,6 +39,7 @@ FILE_NOT_WORDS = ("What a photo or document shows is not the owner's words and c
 
 class LearnedNotes(Answer):
     purpose: ClassVar[str] = "memory_learn"
+    max_tokens: ClassVar[int] = 2_000  # a handful of notes, each with kind, dates, ids and a quote
     ITEM_LISTS: ClassVar[tuple[str, ...]] = ("notes",)
     notes: list[NoteProposal]
 

@@ -1,15 +1,7 @@
 """What the server keeps of the notes a memory model proposes: pure checks, no I/O.
 
-A proposed note is kept only when every rule holds: its path and text are valid, it
-cites at least one message the server supplied, one of those cited messages contains its
-quote (Unicode NFC and whitespace folding, nothing looser), neither its text, its
-abstract nor its quote holds a secret, and every name, number, date, time, e-mail address
-and link in its text and abstract is in the cited messages or in the notes it replaces
-(``core.saving.grounding``: the quote proves the owner said something, not that they said
-the rest; "she moved to Lisbon" may carry the sister's name over from the note it
-replaces); an entity no cited message names is dropped like any invalid detail. Optional details that do not parse are dropped,
-never fatal; a quote over 400 characters proves the note and is then not stored. Each
-refusal has a reason the agent can read.
+Each refusal has a reason the agent can read. The rules: docs/memory.md,
+"What a proposed note must pass".
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ log = logging.getLogger("nod.saving")
 
 class TrustVerdict(Answer):
     purpose: ClassVar[str] = "trust_check"
+    max_tokens: ClassVar[int] = 200  # a yes or no and a sentence
     allowed: bool
     reason: str = ""
 

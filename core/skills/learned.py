@@ -49,6 +49,7 @@ built-in guides, name that guide in extends. Answer with description (one line, 
 
 class SkillRewrite(Answer):
     purpose: ClassVar[str] = "skill_rewrite"
+    max_tokens: ClassVar[int] = 2_500  # a 6,000-character body, its description and the JSON around them
     description: str
     body: str
     sensitive: bool

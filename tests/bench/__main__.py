@@ -15,6 +15,8 @@ and a 100,000-message thread.
 
 evidence: the model-free part of evidence selection on LoCoMo's test split.
 
+memory-find: memory_find's ranking, LoCoMo's observations as notes and its questions as words.
+
 maintenance: one tick over 10,000 new messages with a nearly full document; repair alone.
 
 scale: history_search latency on a generated 1,000,000-message thread, against naive
@@ -43,6 +45,7 @@ from tests.bench import conversation, locomo_qa
 from tests.bench.batch_retrieval import OWNERS, run_locomo_batch
 from tests.bench.evidence import run_evidence_bench
 from tests.bench.maintenance import run_maintenance_bench
+from tests.bench.memory_find import run_memory_find_bench
 from tests.bench.on_server import add_arguments
 from tests.bench.page import run_page_bench
 from tests.bench.retrieval import SPLITS, run_locomo
@@ -57,7 +60,7 @@ from tests.bench.workers import run_workers
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
     parser.add_argument("suite", choices=["storage", "locomo", "locomo-batch", "scale", "turn", "maintenance", "evidence",
-                                          "webhooks", "page", "workers", "conversation", "locomo-qa", "schedules"])
+                                          "memory-find", "webhooks", "page", "workers", "conversation", "locomo-qa", "schedules"])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
@@ -77,6 +80,8 @@ def main() -> None:
         asyncio.run(run_locomo(list(SPLITS) if args.split == "both" else [args.split], not args.fts5))
     elif args.suite == "locomo-batch":
         run_locomo_batch(list(SPLITS) if args.split == "both" else [args.split], args.owner)
+    elif args.suite == "memory-find":
+        run_memory_find_bench(list(SPLITS) if args.split == "both" else [args.split])
     elif args.suite == "evidence":
         asyncio.run(run_evidence_bench())
     elif args.suite == "maintenance":

@@ -7,7 +7,7 @@ bench's thread (tests/bench/scale.py) is imported once; the first index build is
 its size read; each worker then starts from a copy of it (a restarted worker) and, per
 query, appends one message to the thread and runs a first-page search whose snapshot
 includes it: the index answers up to what it holds and the newest messages come from the
-database (adapters/storage/search_index/tail.py) while it catches up in the background. A worker's first
+database (adapters/storage/search_index/unindexed.py) while it catches up in the background. A worker's first
 search (open, verify, catch up) is reported as start-up, apart from the steady state.
 Needs NOD_TEST_POSTGRES_URL.
 """

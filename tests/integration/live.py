@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
-from adapters.telegram.channel import Pauses
+from adapters.telegram.channel import PATH as TELEGRAM_PATH
+from adapters.telegram.channel import Pauses, TelegramChannel
+from adapters.telegram.kind import Telegram
 from adapters.web.app import build_app
-from bot.channels import TELEGRAM_PATH, Channels, channels
+from adapters.whatsapp.channel import WhatsAppChannel
+from bot.channels import Channels, channels
 from bot.settings import Settings
 from core.owner import Identity
 from tests.fakes import telegram_server as tg
@@ -29,6 +32,7 @@ from tests.integration.harness import Harness, make_harness
 MAYA_TELEGRAM = 4242
 MAYA_WHATSAPP = "+351910000001"
 SECRET = "webhook-secret"
+T = TypeVar("T")
 QUICK = Pauses((0.05,), (0.05,), 0.05, 0.5)  # the retries' real pauses and typing's, shortened
 
 
@@ -40,6 +44,14 @@ class Live:
     running: Channels
     url: str
     http: aiohttp.ClientSession
+
+    @property
+    def telegram_channel(self) -> TelegramChannel:
+        return _running(self.running, "telegram", TelegramChannel)
+
+    @property
+    def whatsapp_channel(self) -> WhatsAppChannel:
+        return _running(self.running, "whatsapp", WhatsAppChannel)
 
     async def post_update(self, update: dict[str, Any], secret: str | None = SECRET) -> int:
         headers = {"X-Telegram-Bot-Api-Secret-Token": secret} if secret is not None else {}
@@ -69,10 +81,12 @@ async def make_live(tmp_path: Path, model: FakeModelServer, telegram: tg.FakeTel
         if not await nod.svc.owners.identities(nod.owner.id):  # a second worker finds them linked
             await nod.svc.owners.link(nod.owner.id, Identity("telegram", str(MAYA_TELEGRAM)))
             await nod.svc.owners.link(nod.owner.id, Identity("whatsapp", MAYA_WHATSAPP))
-        settings = Settings(**{"database_url": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **values})
-        async with channels(settings, nod.svc, telegram_pauses=QUICK) as running:
-            if running.whatsapp is not None:  # the retries' real pauses, shortened
-                running.whatsapp.sender.backoff_s, running.whatsapp.sender.max_retry_after_s = (0.05,), 0.5
+        quick = Settings.with_channels(Telegram(QUICK))  # Telegram's retries' real pauses, shortened
+        settings = quick(**{"database_url": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", **values})
+        async with channels(settings, nod.svc) as running:
+            whatsapp = running.running.get("whatsapp")
+            if isinstance(whatsapp, WhatsAppChannel):  # the retries' real pauses, shortened
+                whatsapp.sender.backoff_s, whatsapp.sender.max_retry_after_s = (0.05,), 0.5
             runner, port = await serve(build_app(nod.svc.health.problem, running.webhooks))
             await running.start()
             try:
@@ -80,3 +94,9 @@ async def make_live(tmp_path: Path, model: FakeModelServer, telegram: tg.FakeTel
                     yield Live(nod, telegram, twilio, running, f"http://127.0.0.1:{port}", http)
             finally:
                 await runner.cleanup()
+
+
+def _running(running: Channels, name: str, kind: type[T]) -> T:
+    found = running.running.get(name)
+    assert isinstance(found, kind), f"{name} is not running"
+    return found

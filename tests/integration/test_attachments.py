@@ -275,7 +275,7 @@ async def test_an_edit_before_the_answer_restarts_its_turn_and_one_after_it_chan
     assert await found("Tusday") == [] and await found("dentist") == []  # the old words are never searched
     if index is not None:  # the index answered, with the message's document and its successor's context remade
         scope = Scope(thread_id=rows[0].thread_id, snapshot=rows[1].id)
-        assert index.count(("orthodontist",), scope) == 2 and index.count(("dentist",), scope) == 0
+        assert index.reader.count(("orthodontist",), scope) == 2 and index.reader.count(("dentist",), scope) == 0
     assert await _database_matches(seeing, "orthodontist") == [rows[0].id, rows[1].id]  # its own index too
     assert await _database_matches(seeing, "dentist") == [] and await _database_matches(seeing, "Tusday") == []
 

@@ -8,6 +8,7 @@ import fcntl
 import json
 import logging
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,9 @@ import pytest
 import tantivy
 from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.util import await_
 
-from adapters.storage import fence, index_feed
+from adapters.storage import fence
 from adapters.storage.database import create_engine
 from adapters.storage.message_store import MessageStore
 from adapters.storage.migrations import migrate
@@ -70,7 +72,7 @@ async def test_a_search_answers_the_newest_messages_from_the_database_and_the_in
     view = await index.view(thread, second)
     assert view is not None and view[1] == first  # the index up to first, the database after it
     await index.caught_up()
-    assert index.watermark == second and index.count(("island",), Scope(thread_id=1, snapshot=second)) == 2
+    assert index.watermark == second and index.reader.count(("island",), Scope(thread_id=1, snapshot=second)) == 2
     await index.close()
     await engine.dispose()
 
@@ -158,13 +160,18 @@ async def test_a_new_index_stores_documents_in_small_blocks_and_never_replaces_a
 def test_the_small_blocks_are_best_effort_and_never_replace_a_meta_file_made_meanwhile(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     schema = schema_of_documents()
-    raced = tmp_path / "raced"  # another process linked its meta file after this one looked
+    raced = tmp_path / "raced"  # another process links its meta file after this one looked
+    link, made = os.link, []
+
+    def the_other_process_first(staged: Any, meta: Any) -> None:
+        tantivy.Index(schema, path=str(raced), reuse=False)  # its meta file, tantivy's defaults
+        made.append((raced / "meta.json").read_text())
+        link(staged, meta)
+
+    monkeypatch.setattr(os, "link", the_other_process_first)
     IndexDirectory(raced).open(schema)
-    (raced / "meta.json").unlink()
-    tantivy.Index(schema, path=str(raced), reuse=False)
-    made = (raced / "meta.json").read_text()
-    IndexDirectory(raced)._new_meta(schema)
-    assert (raced / "meta.json").read_text() == made and not list(raced.glob("meta.*.nod"))
+    assert made and (raced / "meta.json").read_text() == made[0] and not list(raced.glob("meta.*.nod"))
+    assert json.loads(made[0])["index_settings"] != SETTINGS
     stray = tmp_path / "stray"  # a process died between writing its staged file and removing it
     stray.mkdir()
     IndexDirectory(stray).mark(None)
@@ -213,31 +220,32 @@ async def test_a_marker_left_half_written_by_a_crash_still_reads_as_nod_s(tmp_pa
     await engine.dispose()
 
 
-async def test_closing_lets_a_running_catch_up_finish_its_batch_and_the_next_process_resumes(
-        tmp_path: Path, monkeypatch: Any) -> None:
+async def test_closing_lets_a_running_catch_up_finish_its_batch_and_the_next_process_resumes(tmp_path: Path) -> None:
     """Cancelled mid-statement, aiosqlite's thread would answer a loop already closed and a
     half-written batch would be rolled back; close() stops between batches instead."""
     engine, owner, store, db = await _setup(tmp_path)
     ids = [await _say(store, owner, n, f"note {n} about the harbour") for n in range(40)]
     index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, batch=5)
-    loop, first_batch = asyncio.get_running_loop(), asyncio.Event()
-    add = index._add
+    loop, first_batch, reads = asyncio.get_running_loop(), asyncio.Event(), []
 
-    def adding(rows: Any) -> None:  # in the catch-up's thread
-        add(rows)
-        loop.call_soon_threadsafe(first_batch.set)
+    def reading_the_next_batch(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        if "AS context" in statement and "WITH edited" not in statement:  # index_feed.GAP, not EDITED
+            reads.append(statement)
+            if len(reads) == 2:  # the catch-up reads its second batch: the first is in the index
+                loop.call_soon_threadsafe(first_batch.set)
 
-    monkeypatch.setattr(index, "_add", adding)
+    event.listen(engine.sync_engine, "before_cursor_execute", reading_the_next_batch)
     warming = asyncio.create_task(index.warm())
-    await asyncio.wait_for(first_batch.wait(), 10)  # the first batch is in: the catch-up is under way
+    await asyncio.wait_for(first_batch.wait(), 10)  # the catch-up is under way
     await index.close()
+    event.remove(engine.sync_engine, "before_cursor_execute", reading_the_next_batch)
     assert warming.done() and not warming.cancelled()
     stopped_at = index.watermark
-    assert stopped_at in ids[4::5]  # a whole number of batches, nothing half-added
-    assert index.count(("harbour",), Scope(thread_id=1, snapshot=ids[-1])) == ids.index(stopped_at) + 1
+    assert stopped_at in ids[4:-1:5]  # a whole number of batches, nothing half-added, and not all of them
+    assert index.reader.count(("harbour",), Scope(thread_id=1, snapshot=ids[-1])) == ids.index(stopped_at) + 1
     resumed = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, batch=5)
     assert await resumed.ready_for(ids[-1]) and resumed.watermark == ids[-1]
-    assert resumed.count(("harbour",), Scope(thread_id=1, snapshot=ids[-1])) == 40
+    assert resumed.reader.count(("harbour",), Scope(thread_id=1, snapshot=ids[-1])) == 40
     await resumed.close()
     await engine.dispose()
 
@@ -272,19 +280,21 @@ async def test_a_catch_up_landing_while_the_index_is_checked_is_not_read_as_a_ch
     first = await _say(store, owner, 0, "the harbour at dawn")
     assert await index.ready_for(first)
     second = await _say(store, owner, 1, "the harbour at dusk")
-    async with engine.connect() as conn:
-        pending = (await conn.execute(index_feed.GAP, {"after": first, "upto": second, "batch": 10})).all()
+    landed = []
 
     def catch_up_lands(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        if "AS instance" in statement and index.watermark == first:  # what _catch_up does between its awaits
-            index._add(pending)
-            index._watermark = second
+        """As the search's check reads the database, another task's catch-up commits (its own
+        check and catch-up run to the end, awaited here, before the search's statement goes on)."""
+        if "AS instance" in statement and not landed:
+            landed.append(statement)
+            assert await_(index.ready_for(second))
 
     event.listen(engine.sync_engine, "before_cursor_execute", catch_up_lands)
     thread = await store.active_thread(owner.id)
     assert await index.view(thread, second) is not None
-    assert index.watermark == second and not [r for r in caplog.records if "search_index_rebuild" in r.getMessage()]
-    assert index.count(("harbour",), Scope(thread_id=thread, snapshot=second)) == 2
+    assert landed and index.watermark == second
+    assert not [r for r in caplog.records if "search_index_rebuild" in r.getMessage()]
+    assert index.reader.count(("harbour",), Scope(thread_id=thread, snapshot=second)) == 2
     await index.close()
     await engine.dispose()
 
@@ -302,7 +312,7 @@ async def test_two_searches_that_find_the_database_changed_rebuild_the_index_onc
     caplog.set_level(logging.INFO, logger="nod.history.index")
     await asyncio.gather(index.view(thread, ids[-1]), index.view(thread, ids[-1]))
     assert len([r for r in caplog.records if "search_index_rebuild" in r.getMessage()]) == 1
-    assert await index.ready_for(ids[-1]) and index.count(("harbour",), Scope(thread, ids[-1])) == 3
+    assert await index.ready_for(ids[-1]) and index.reader.count(("harbour",), Scope(thread, ids[-1])) == 3
     await index.close()
     await engine.dispose()
 
@@ -365,21 +375,50 @@ async def test_a_half_full_tail_ends_the_background_catch_up_s_pause(tmp_path: P
     await engine.dispose()
 
 
+class _Tantivy:
+    """tantivy's index as opened (DerivedIndex's ``wrap_tantivy`` hook), its writer wrapped by
+    ``writer_as``: a failure or a moment tantivy gives no way to cause from outside."""
+
+    def __init__(self, real: Any, writer_as: Any) -> None:
+        self._real, self._writer_as = real, writer_as
+
+    def writer(self, **options: Any) -> Any:
+        return self._writer_as(self._real.writer(**options))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+class _Writer:
+    """tantivy's writer, passed through."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
 async def test_closing_never_raises_when_tantivy_fails_to_let_go_of_its_writer(tmp_path: Path, caplog: Any) -> None:
     """nod run closes the index in a finally before stopping its web server: a raise there
     skipped the rest of the shutdown."""
     engine, owner, store, db = await _setup(tmp_path)
-    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
-    assert await index.ready_for(await _say(store, owner, 0, "the harbour at dawn"))
-    real = index._writer
+    writers: list[Any] = []
 
-    class Failing:  # tantivy's writer whose merge threads panicked
+    class MergeThreadsPanicked(_Writer):  # tantivy's writer whose merge threads panicked
+        def __init__(self, real: Any) -> None:
+            super().__init__(real)
+            writers.append(real)
+
         def wait_merging_threads(self) -> None:
             raise RuntimeError("merge thread panicked")
 
-    index._writer = Failing()
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None,
+                         wrap_tantivy=lambda opened: _Tantivy(opened, MergeThreadsPanicked))
+    assert await index.ready_for(await _say(store, owner, 0, "the harbour at dawn"))
     await index.close()
     assert any("search_index_failed" in r.getMessage() for r in caplog.records)
+    [real] = writers
     real.wait_merging_threads()
     await engine.dispose()
 
@@ -390,30 +429,30 @@ async def test_a_search_cancelled_while_its_catch_up_commits_leaves_no_message_i
     Cut short there, the batch stayed committed behind an unmoved watermark and the next
     catch-up added it again (found in review)."""
     engine, owner, store, db = await _setup(tmp_path)
-    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, tail_limit=8)
+    loop = asyncio.get_running_loop()
+    cancel_on_commit: list[asyncio.Task[Any]] = []
+
+    class CancelsTheSearchAsItCommits(_Writer):  # the cancel lands while the commit returns
+        def commit(self) -> Any:
+            done = self.real.commit()
+            for search in cancel_on_commit:
+                loop.call_soon_threadsafe(search.cancel)
+            cancel_on_commit.clear()
+            return done
+
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, tail_limit=8,
+                         wrap_tantivy=lambda opened: _Tantivy(opened, CancelsTheSearchAsItCommits))
     assert await index.ready_for(await _say(store, owner, 0, "the harbour at dawn"))
     thread = await store.active_thread(owner.id)
     busy = [await _say(store, owner, n, f"harbour note {n}") for n in range(1, 20)]  # past the tail: caught up first
-    loop = asyncio.get_running_loop()
-    real = index._writer
-
-    class CancelsTheSearchAsItCommits:  # tantivy's writer, watched: the cancel lands while the commit returns
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-        def commit(self) -> Any:
-            done = real.commit()
-            loop.call_soon_threadsafe(searching.cancel)
-            return done
-
-    index._writer = CancelsTheSearchAsItCommits()
     searching = asyncio.create_task(index.view(thread, busy[-1]))
+    cancel_on_commit.append(searching)
     with pytest.raises(asyncio.CancelledError):
         await searching
-    index._writer = real
+    assert not cancel_on_commit  # cancelled by the commit, not before it
     assert await index.view(thread, busy[-1]) is not None  # the next search catches up from the watermark
     assert index.watermark == busy[-1]
-    assert index.count(("harbour",), Scope(thread, busy[-1])) == 20
+    assert index.reader.count(("harbour",), Scope(thread, busy[-1])) == 20
     await index.close()
     await engine.dispose()
 
@@ -456,7 +495,7 @@ async def test_on_postgresql_a_message_committed_after_a_newer_one_is_never_pass
         assert await index.ready_for(newer) and index.watermark == newer
         answer = await search.search(owner, history_args({"query": "ferry"}))
         assert sorted(r["id"] for r in answer["results"]) == [first, late, newer]
-        assert index.count(("ferri",), Scope(thread_id=thread, snapshot=newer)) == 3  # the late one is in the index
+        assert index.reader.count(("ferri",), Scope(thread_id=thread, snapshot=newer)) == 3  # the late one is in the index
         await index.close()
     finally:
         await engine.dispose()
@@ -575,15 +614,17 @@ async def test_a_cursor_carries_counts_only_of_the_owner_s_own_thread(tmp_path: 
 
 
 class _ReloadSpy:
-    """tantivy's index, telling whether the watermark already named a document the searcher
-    could not yet see when the reader reloads (a search checking the index then rebuilt it)."""
+    """tantivy's index (through ``wrap_tantivy``), telling at each reload whether the watermark
+    already named a document the searcher could not yet see (a search checking the index
+    then rebuilt it)."""
 
-    def __init__(self, real: Any, derived: DerivedIndex) -> None:
+    def __init__(self, real: Any, derived: Callable[[], DerivedIndex]) -> None:
         self._real, self._derived, self.unseen = real, derived, []
 
     def reload(self) -> None:
-        mark = self._derived._watermark
-        self.unseen.append(mark and self._derived.field_at(mark, "digest") is None)
+        derived = self._derived()
+        mark = derived.watermark
+        self.unseen.append(bool(mark) and derived.reader.field_at(mark, "digest") is None)
         self._real.reload()
 
     def __getattr__(self, name: str) -> Any:
@@ -595,15 +636,18 @@ async def test_the_watermark_moves_only_once_the_searcher_holds_its_document(tmp
     the watermark moved before the reader reloaded, and a search checking the index in
     between found no document at it."""
     engine, owner, store, db = await _setup(tmp_path)
-    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None)
-    await _say(store, owner, 1, "first ferry")
-    await index.warm()
-    spy = _ReloadSpy(index._opened(), index)
-    index._index = spy
-    for n in range(2, 5):
+    spies: list[_ReloadSpy] = []
+
+    def watched(opened: Any) -> _ReloadSpy:
+        spies.append(_ReloadSpy(opened, lambda: index))
+        return spies[-1]
+
+    index = DerivedIndex(db.with_name("nod.db.search"), engine, catch_up_every=None, wrap_tantivy=watched)
+    for n in range(1, 5):
         await _say(store, owner, n, f"ferry {n}")
         await index.warm()
-    assert len(spy.unseen) == 3 and not any(spy.unseen)
+    [spy] = spies
+    assert len(spy.unseen) >= 4 and not any(spy.unseen)  # a reload a commit, each after the watermark's document
     await index.close()
     await engine.dispose()
 
@@ -617,13 +661,13 @@ async def test_a_snapshot_below_the_thread_s_last_indexed_message_still_bounds_e
     assert await index.ready_for(ids[-1])
     thread = await store.active_thread(owner.id)
     latest, earlier = Scope(thread, ids[-1]), Scope(thread, ids[1])
-    assert index.count(("harbour",), latest) == 3 and index.count(("harbour",), earlier) == 2
-    assert {h.id for h in await index.ranked(("harbour",), earlier, 10)} == set(ids[:2])
-    assert await index.newest(("harbour",), earlier, 10, 0) == [ids[1], ids[0]]
-    places = await index.at_places(("walk",), earlier, [0, 1, 2])
+    assert index.reader.count(("harbour",), latest) == 3 and index.reader.count(("harbour",), earlier) == 2
+    assert {h.id for h in await index.reader.ranked(("harbour",), earlier, 10)} == set(ids[:2])
+    assert await index.reader.newest(("harbour",), earlier, 10, 0) == [ids[1], ids[0]]
+    places = await index.reader.at_places(("walk",), earlier, [0, 1, 2])
     assert {hit.id for hit, _ in places} == set(ids[:2])
-    reader = DerivedIndex(db.with_name("nod.db.search"), engine)  # another process: knows no thread's last
-    assert await reader.ready_for(ids[-1]) and reader.count(("harbour",), earlier) == 2
+    other = DerivedIndex(db.with_name("nod.db.search"), engine)  # another process: knows no thread's last
+    assert await other.ready_for(ids[-1]) and other.reader.count(("harbour",), earlier) == 2
     await index.close()
     await engine.dispose()
 
@@ -669,14 +713,14 @@ async def test_what_another_owner_writes_moves_neither_the_frequencies_nor_the_o
     ferry = await _say(store, ana, 2, "The ferry")
     thread = await store.active_thread(ana.id)
     assert await index.ready_for(ferry)
-    counts = await index.frequencies(["island", "ferry"], thread)
+    counts = await index.reader.frequencies(["island", "ferry"], thread)
     before = [r["id"] for r in (await search.search(ana, history_args({"query": "island ferry"})))["results"]]
     assert before == [ferry, island]  # "island" is also the ferry's context: the commoner word
     last = 0
     for n in range(30):  # another owner says "ferry" thirty times
         last = await _say(store, bo, 10 + n, f"Another ferry trip, number {n}")
     assert await index.ready_for(last)
-    assert await index.frequencies(["island", "ferry"], thread) == counts == (2, {"island": 2, "ferri": 1})
+    assert await index.reader.frequencies(["island", "ferry"], thread) == counts == (2, {"island": 2, "ferri": 1})
     after = [r["id"] for r in (await search.search(ana, history_args({"query": "island ferry"})))["results"]]
     assert after == before  # with index-wide counts "ferry" turned common and "island" came first
     await index.close()

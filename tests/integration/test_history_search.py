@@ -30,7 +30,7 @@ async def matcher(request: pytest.FixtureRequest, engine: AsyncEngine, tmp_path:
     """Every test runs on the database's own index, on the derived tantivy index caught up
     before each search (beside the SQLite file, or in a directory of its own for
     PostgreSQL), and on that index never caught up, so that every message comes from the
-    thread's tail read from the database (adapters.storage.search_index.tail)."""
+    thread's tail read from the database (adapters.storage.search_index.unindexed)."""
     MATCHER["kind"] = request.param
     MATCHER["dir"] = str(tmp_path / "search-index")
     OPENED.clear()

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from core.agent.budgets import AGENT_MAX_TOKENS, MEMORY_MAX_TOKENS, REASONING_ALLOWANCE
+from core.agent.budgets import AGENT_MAX_TOKENS, REASONING_ALLOWANCE
 from core.agent.context import CONTEXT_CLOSE, CONTEXT_OPEN
 from core.inbox.digests import Digest
 from core.memory import document as ops
 from core.memory.model import Evidence, Origin
+from core.structured import Answer as AnswerKind
 from tests.fakes.model_server import Answer, FakeModelServer, purpose_of, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness
 
@@ -105,7 +106,7 @@ async def test_4_every_call_carries_the_max_tokens_of_its_purpose(tmp_path: Path
         server.enqueue(MEMORY, structured({"summary": "s"}), purpose="digest")
         await nod.svc.gateway.ask(nod.owner.id, Digest, DIGEST_PROMPT)
         budgets = {purpose_of(b): b.get("max_tokens") for b in server.requests}
-        assert budgets == {"chat": AGENT_MAX_TOKENS, **{p: MEMORY_MAX_TOKENS[p] for p in
+        assert budgets == {"chat": AGENT_MAX_TOKENS, **{p: AnswerKind.KINDS[p].max_tokens for p in
                                                         ("evidence_selection", "reply_check", "memory_learn", "digest")}}
         assert all(b.get("max_tokens") for b in server.requests)
 
@@ -117,7 +118,7 @@ async def test_4_a_runaway_memory_answer_stops_at_its_budget_is_cut_and_saves_no
                        text("Done."))
     await nod.say("Remember my sister Ana lives in Porto")
     (row,) = await nod.usage_rows("memory_learn")
-    assert row.outcome == "cut" and row.tokens_out == MEMORY_MAX_TOKENS["memory_learn"]
+    assert row.outcome == "cut" and row.tokens_out == AnswerKind.KINDS["memory_learn"].max_tokens
     assert len(nod.server.calls("memory_learn")) == 1 and (await nod.svc.memory.load(nod.owner.id)).document.entries == ()
     assert nod.sink.sent == ["Done."]
 
@@ -130,7 +131,7 @@ async def test_4_a_model_that_wants_max_completion_tokens_is_asked_so_and_rememb
             server.enqueue(MEMORY, structured({"summary": "s"}), purpose="digest")
             await nod.svc.gateway.ask(nod.owner.id, Digest, DIGEST_PROMPT)
         sent = [(b.get("max_tokens"), b.get("max_completion_tokens")) for b in server.requests]
-        budget = MEMORY_MAX_TOKENS["digest"]
+        budget = Digest.max_tokens
         assert sent == [(budget, None), (None, budget + REASONING_ALLOWANCE), (None, budget + REASONING_ALLOWANCE)]
         assert len(server.refused) == 1
 

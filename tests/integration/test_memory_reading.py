@@ -44,3 +44,5 @@ async def test_related_older_messages_share_the_most_words_and_skip_recent_cards
     thread = await store.active_thread(owner_id)
     found = await FullText(engine).related(thread, "Book dinner at the Porto restaurant again", recent_start, 6)
     assert [m.id for m in found] == [best, some]
+    found = await FullText(engine).related(thread, "Book dinner at the Porto restaurant again", recent_start, 1)
+    assert [m.id for m in found] == [best]  # more candidates than asked for: the best by BM25F (core.history.related)

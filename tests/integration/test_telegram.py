@@ -61,7 +61,7 @@ async def test_polling_mode_answers_through_get_updates(
         telegram.push(message_update(5, MAYA_TELEGRAM, "are you there?"))
         assert (await telegram.wait_for("sendMessage"))[0]["text"] == "Polled and answered."
         assert telegram.of("getUpdates") and not telegram.of("setWebhook")
-        assert live.running.webhooks == {"/webhooks/whatsapp": live.running.whatsapp.webhook}  # type: ignore[union-attr]
+        assert live.running.webhooks == {"/webhooks/whatsapp": live.whatsapp_channel.webhook}
 
 
 async def test_a_wrong_or_missing_secret_is_refused_and_nothing_is_stored(live: Live, server: FakeModelServer) -> None:
@@ -181,7 +181,7 @@ async def test_a_markdown_rich_long_reply_arrives_in_parts_telegram_accepts(
     sent = telegram.of("sendMessage")
     assert len(sent) >= 3 and all(p["parse_mode"] == "HTML" and len(p["text"]) <= 4096 for p in sent)
     assert len(telegram.messages) == len(sent)  # every part parsed as Telegram does: none refused, no plain resend
-    bot = live.running.telegram.application.bot  # type: ignore[union-attr]
+    bot = live.telegram_channel.application.bot
     delivered = [Message.de_json(m, bot) for m in telegram.messages]
     kinds = {e.type for m in delivered for e in m.entities}
     assert {"bold", "italic", "strikethrough", "code", "pre", "text_link", "blockquote"} <= kinds
@@ -196,7 +196,7 @@ async def test_a_markdown_rich_long_reply_arrives_in_parts_telegram_accepts(
 
 
 async def test_the_fake_bot_api_refuses_html_telegram_would_refuse(live: Live) -> None:
-    bot = live.running.telegram.application.bot  # type: ignore[union-attr]
+    bot = live.telegram_channel.application.bot
     for markup in ("<b>open", "<b>x</i>", "<p>para</p>", "a < b", "<b>x</b></b>"):
         with pytest.raises(BadRequest, match="Can't parse entities"):
             await bot.send_message(MAYA_TELEGRAM, markup, parse_mode=ParseMode.HTML)

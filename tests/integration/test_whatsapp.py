@@ -162,7 +162,7 @@ async def test_a_twilio_refusal_with_an_error_code_is_not_tried_again(live: Live
 
 async def test_a_slow_twilio_send_is_bounded_by_its_timeout(live: Live, server: FakeModelServer,
                                                             twilio: FakeTwilioServer) -> None:
-    live.running.whatsapp.sender.timeout_s = 0.2  # type: ignore[union-attr]
+    live.whatsapp_channel.sender.timeout_s = 0.2
     twilio.delay_s = 2.0
     server.enqueue(AGENT, text("Too slow for Twilio."))
     await live.post_whatsapp(inbound_form("SM1", MAYA_WHATSAPP, "hello"))

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from core.agent.budgets import AGENT_MAX_TOKENS, memory_max_tokens, scaled
+from core.agent.budgets import AGENT_MAX_TOKENS, scaled
 from core.agent.model import ToolCall
 from core.errors import AnswerCut, UnreadableAnswer
 from core.evidence import check, selection
@@ -56,7 +56,7 @@ async def _every_call_was_accepted_bounded_and_read(real: Real) -> None:
     for row in await real.usage_rows():
         assert row.outcome in ("ok", "cut", "unreadable"), row  # answered; parsed or cleanly dropped
         scale = real.svc.gateway.roles.max_tokens_scale
-        budget = scaled(AGENT_MAX_TOKENS, scale) if row.purpose == "agent" else memory_max_tokens(row.purpose, scale)
+        budget = scaled(AGENT_MAX_TOKENS, scale) if row.purpose == "agent" else scaled(Answer.KINDS[row.purpose].max_tokens, scale)
         assert row.tokens_out <= budget, row
         assert row.duration_ms <= 1000 * (AGENT_DEADLINE_S if row.purpose == "agent" else MEMORY_DEADLINE_S) + 2000
         note_parsed(real.server_name, "chat" if row.purpose == "agent" else row.purpose, row.outcome == "ok")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,18 +14,28 @@ import pytest
 from adapters.openai_model.chat import server_message
 from adapters.openai_model.transport import refused_request
 from bot.settings import Settings
-from core.agent.budgets import AGENT_MAX_TOKENS, MEMORY_MAX_TOKENS, MIN_TOKENS, memory_max_tokens, scaled
+from core.agent.budgets import AGENT_MAX_TOKENS, MIN_TOKENS, scaled
 from core.agent.framing import CONTEXT_CLOSE, CONTEXT_OPEN, unframed
 from core.evidence.selection import EvidenceChoice
-from core.structured import parse_answer, parse_arguments
+from core.structured import Answer, parse_answer, parse_arguments
 from core.tools.registry import TOOLS
 from tests.unit.test_schemas import ANSWERS
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 
-def test_every_memory_purpose_has_a_budget_and_the_scale_keeps_a_floor() -> None:
-    assert set(MEMORY_MAX_TOKENS) == {a.purpose for a in ANSWERS}
-    assert memory_max_tokens("digest", 0.1) == 80 and scaled(AGENT_MAX_TOKENS, 0.001) == MIN_TOKENS
-    assert memory_max_tokens("a purpose added later") > 0
+
+def test_every_memory_answer_kind_has_a_budget_and_the_scale_keeps_a_floor() -> None:
+    assert all(isinstance(a.max_tokens, int) and a.max_tokens > MIN_TOKENS for a in ANSWERS)
+    assert Answer.KINDS == {a.purpose: Answer.KINDS[a.purpose] for a in ANSWERS}
+    assert all(a.max_tokens == Answer.KINDS[a.purpose].max_tokens for a in ANSWERS)  # one budget per purpose
+    assert scaled(Answer.KINDS["digest"].max_tokens, 0.1) == 80 and scaled(AGENT_MAX_TOKENS, 0.001) == MIN_TOKENS
+
+
+def test_the_readme_lists_every_budget_as_the_code_sets_it() -> None:
+    said = re.search(r"all scaled by `NOD_MAX_TOKENS_SCALE`: (.*?)\. A model", README.read_text(), re.S)
+    assert said, "README's Budgets line moved"
+    listed = {name: int(n.replace(",", "")) for name, n in re.findall(r"(\w+)\s+([\d,]+)", said.group(1))}
+    assert listed == {"agent": AGENT_MAX_TOKENS, **{p: kind.max_tokens for p, kind in Answer.KINDS.items()}}
 
 
 @pytest.mark.parametrize("echoed, kept", [

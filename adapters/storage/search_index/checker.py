@@ -5,8 +5,8 @@ database and compared with the digest the index keeps of it (and, once a minute,
 spread over the whole index), and the marker must name this database. A restored backup,
 another file or a replaced database fails and the index is rebuilt (or, where this
 process may not write it, not used). The same statement reads the owner's active thread,
-which a search needs first anyway. Kept apart from the index's life (adapters.storage.search_index.derived),
-which inherits it, as it inherits the reads (adapters.storage.search_index.index_reads).
+which a search needs first anyway. A pending edit is followed first where this process
+writes the index, so an edited row never reads as another database.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import logging
 import time
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.storage import index_feed, thread_reads
 from adapters.storage.search_index.documents import row_digest
-from adapters.storage.search_index.index_directory import IndexDirectory
-from adapters.storage.search_index.index_reads import IndexReads, guarded
+from adapters.storage.search_index.index_state import IndexState, guarded
+from adapters.storage.search_index.reader import IndexReader
+from adapters.storage.search_index.writer import IndexWriter
 from core.errors import IndexFailure
 
 log = logging.getLogger("nod.history.index")
@@ -46,30 +46,16 @@ class _Check:
     current: tuple[int, int] | None
 
 
-class IndexCheck(IndexReads):
-    """The check; the index's life (adapters.storage.search_index.derived) provides the state and the writer."""
+class IndexChecker:
+    """Whether the index may answer: checked against the database, rebuilt (by the writer) when it differs."""
 
-    _reads: AsyncEngine  # the engine for reads (adapters.storage.database.for_reads)
-    _directory: Path
-    _place: IndexDirectory
-    _database: str | None
-    _watermark: int
-    _rebuilds: int
-    _sampled_at: float
-    _lock: asyncio.Lock
-    _closing: asyncio.Event
-
-    def _acquire_writer(self) -> Any | None:
-        raise NotImplementedError
-
-    def _indexed_max(self) -> int:
-        raise NotImplementedError
-
-    def _clear(self) -> None:
-        raise NotImplementedError
-
-    async def edits_followed(self, newest: int) -> bool:
-        raise NotImplementedError
+    def __init__(self, state: IndexState, reader: IndexReader, writer: IndexWriter, reads: AsyncEngine) -> None:
+        self._state = state
+        self._reader = reader
+        self._writer = writer
+        self._reads = reads  # the engine for reads (adapters.storage.database.for_reads)
+        self._rebuilds = 0  # two searches that both find the database changed rebuild once
+        self._sampled_at = -SAMPLE_EVERY_S  # the first check in a process samples
 
     async def usable(self) -> bool:
         """Opened, and built from this database as it is now (rebuilt here when not)."""
@@ -81,9 +67,9 @@ class IndexCheck(IndexReads):
         before anything else, and one round trip costs half of two (0.30 against 0.70 ms)."""
         check: _Check | None = None
         try:
-            self._opened()
+            self._state.opened()
             check = await self._read_check(owner_id)
-            return await self._verified(check), check.current
+            return await self.verified(check), check.current
         except IndexFailure:  # a directory that is not Nod's, or tantivy failed (logged): the database answers
             pass
         except (OSError, ValueError) as exc:  # an unusable directory: the database's own index answers
@@ -96,7 +82,7 @@ class IndexCheck(IndexReads):
     async def _read_check(self, owner_id: int | None) -> _Check:
         # the watermark as it was when read: a background catch-up may move it during the awaits,
         # and comparing the row read at one mark with the index's at another reads as a changed database
-        mark, rebuilds = self._watermark, self._rebuilds
+        mark, rebuilds = self._state.watermark, self._rebuilds
         async with self._reads.connect() as conn:
             if owner_id is None:
                 found = (await conn.execute(index_feed.INSTANCE_AND_ROW, {"id": mark})).one()
@@ -109,51 +95,52 @@ class IndexCheck(IndexReads):
         return _Check(mark, rebuilds, found.instance, int(found.edits or 0), found if mark and found.id is not None else None,
                       sample, current)
 
-    async def _verified(self, check: _Check | None = None) -> bool:
+    async def verified(self, check: _Check | None = None) -> bool:
         """True when the index belongs to the database as it is now; rebuilds it when not."""
         if check is None:
             check = await self._read_check(None)
         mark, rebuilds, instance, row, sample = check.mark, check.rebuilds, check.instance, check.row, check.sample
-        if self._database == instance and not await self.edits_followed(check.edits):
+        state = self._state
+        if state.database == instance and not await self._writer.edits_followed(check.edits):
             return False  # an edit this process may not write in yet: the database answers, nothing is rebuilt
-        if self._database == instance and self._holds(row, mark) and (sample is None or self._holds_all(sample)):
+        if state.database == instance and self._holds(row, mark) and (sample is None or self._holds_all(sample)):
             return True
-        if self._closing.is_set():  # shutting down: nothing to report, the next process checks again
+        if state.closing.is_set():  # shutting down: nothing to report, the next process checks again
             return False
-        if self._acquire_writer() is None:  # another process writes it: re-read what it did, answer from the database
-            self._database = self._place.bound_to()
-            self._watermark = await asyncio.to_thread(guarded, self._indexed_max)
-            log.info("search_index_not_used reason=%s", "unbound" if self._database is None else "mismatch")
+        if not self._writer.acquire():  # another process writes it: re-read what it did, answer from the database
+            state.database = state.directory.bound_to()
+            state.watermark = await asyncio.to_thread(guarded, state.indexed_max)
+            log.info("search_index_not_used reason=%s", "unbound" if state.database is None else "mismatch")
             return False
-        if self._database is None and not self._watermark:  # a new index: bind it to this database
-            self._database = instance
-            self._place.mark(instance)
+        if state.database is None and not state.watermark:  # a new index: bind it to this database
+            state.database = instance
+            state.directory.mark(instance)
             return True
-        reason = "another database" if self._database != instance else "the database changed"
-        async with self._lock:
+        reason = "another database" if state.database != instance else "the database changed"
+        async with state.lock:
             if self._rebuilds == rebuilds:  # not already rebuilt by a search that saw the same
-                log.warning("search_index_rebuild reason=%s dir=%s", reason, self._directory)
-                await asyncio.to_thread(guarded, self._clear)
+                log.warning("search_index_rebuild reason=%s dir=%s", reason, state.directory.path)
+                await asyncio.to_thread(guarded, self._writer.clear)
                 self._rebuilds += 1
-                self._database = instance
-                self._place.mark(instance)
+                state.database = instance
+                state.directory.mark(instance)
         return True
 
     def _sample_due(self) -> bool:
         """A wider check — rows spread over the whole index — at first use and every minute."""
         now = time.monotonic()
-        if self._watermark and now - self._sampled_at >= SAMPLE_EVERY_S:
+        if self._state.watermark and now - self._sampled_at >= SAMPLE_EVERY_S:
             self._sampled_at = now
             return True
         return False
 
     def _holds_all(self, rows: list[Any]) -> bool:
         """Each sampled row is in the index with its digest (one restored backup replaced none of them)."""
-        return all(row_digest(row) == guarded(partial(self.field_at, int(row.id), "digest")) for row in rows)
+        return all(row_digest(row) == guarded(partial(self._reader.field_at, int(row.id), "digest")) for row in rows)
 
     def _holds(self, row: Any, mark: int) -> bool:
         """The message at ``mark`` (the last the index held) is in the database, unchanged
         (trivially so when empty)."""
         if not mark:
             return True
-        return row is not None and row_digest(row) == guarded(lambda: self.field_at(mark, "digest"))
+        return row is not None and row_digest(row) == guarded(lambda: self._reader.field_at(mark, "digest"))

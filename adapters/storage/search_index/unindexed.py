@@ -1,4 +1,4 @@
-"""A thread's newest messages, not yet in the derived index, matched straight from the database.
+"""A thread's newest messages, not yet in the derived index (its tail), matched straight from the database.
 
 Catching the index up commits a segment: 15–20 ms on a million-message index, paid by
 every search when each caught up first. So a search asks the index only up to the id it
@@ -28,7 +28,7 @@ TAIL_LIMIT = 256  # more unindexed messages in one thread: caught up first when 
 
 
 class Indexed(Protocol):
-    """What the tail is merged with: the derived index, asked up to the split."""
+    """What the tail is merged with: the derived index's reader, asked up to the split."""
 
     async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int: ...
 
@@ -46,7 +46,7 @@ class Indexed(Protocol):
 
 
 @dataclass(frozen=True)
-class TailMessage:
+class UnindexedMessage:
     """One unindexed message as the index would hold it: stems of its text and context, time, place."""
 
     id: int
@@ -74,16 +74,16 @@ class TailMessage:
 
 
 @lru_cache(maxsize=4 * TAIL_LIMIT)
-def _message(id_: int, role: str, sent_at: Any, text: str, context: str, seq: int) -> TailMessage:
+def _message(id_: int, role: str, sent_at: Any, text: str, context: str, seq: int) -> UnindexedMessage:
     """A row as matching reads it, a pure function of the row and its place: a busy thread's
     tail is read again by every search until the index holds it (on three workers appending
     to one thread, ~60 rows a search), and each row is stemmed and shaped once, not rebuilt
     each time (0.5 ms a search)."""
     own, context_stems = frozenset(stemmed(text).split()), frozenset(stemmed(context).split())
-    return TailMessage(id_, role, utc(sent_at), own, context_stems, shape_of(text), seq)
+    return UnindexedMessage(id_, role, utc(sent_at), own, context_stems, shape_of(text), seq)
 
 
-def tail_messages(rows: Sequence[Any], first_place: int) -> tuple[TailMessage, ...]:
+def unindexed_messages(rows: Sequence[Any], first_place: int) -> tuple[UnindexedMessage, ...]:
     """Rows of ``thread_reads.tail`` (id, role, text, sent_at, context, …), unpacked by
     position: a Row's attribute access costs half a microsecond a column."""
     return tuple(
@@ -92,10 +92,10 @@ def tail_messages(rows: Sequence[Any], first_place: int) -> tuple[TailMessage, .
     )
 
 
-class WithTail:
+class WithUnindexed:
     """A Matcher: the derived index up to ``split``, and the thread's messages after it."""
 
-    def __init__(self, index: Indexed, split: int, tail: Sequence[TailMessage]) -> None:
+    def __init__(self, index: Indexed, split: int, tail: Sequence[UnindexedMessage]) -> None:
         self._index = index
         self._split = split
         self._tail = tuple(sorted(tail, key=lambda m: -m.id))  # newest first: the backend's order
@@ -103,7 +103,7 @@ class WithTail:
     def _upto(self, scope: Scope) -> Scope:
         return replace(scope, snapshot=min(scope.snapshot, self._split))
 
-    def _matching(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> list[TailMessage]:
+    def _matching(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> list[UnindexedMessage]:
         wanted = frozenset(stem(t) for t in terms)
         return [m for m in self._tail if m.id <= scope.snapshot and m.matches(wanted, scope, own_words)]
 

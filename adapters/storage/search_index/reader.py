@@ -1,60 +1,41 @@
 """What a search asks the derived index: counts, the best hits, the newest, frequencies, places.
 
-Kept apart from the index's life (opening, checking, catching up: adapters.storage.search_index.derived),
-which it inherits from: these only read the searcher. Every call runs guarded, so a
-failure inside tantivy becomes IndexFailure and the database's own index answers.
+IndexReader only reads the searcher of the shared IndexState (adapters.storage.search_index.index_state);
+it is the Matcher over what the index holds, which DerivedIndex hands a search whole or
+joined with the thread's unindexed messages (adapters.storage.search_index.unindexed). Every call
+runs guarded, so a failure inside tantivy becomes IndexFailure and the database's own index answers.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import tantivy
 
 from adapters.storage.search_index.documents import frequencies_of, places_query, read_hits, top_hits, words_query
+from adapters.storage.search_index.index_state import IndexState, guarded
 from core.errors import IndexFailure
 from core.history.scope import Hit, Scope
 
-log = logging.getLogger("nod.history.index")
-T = TypeVar("T")
 
+class IndexReader:
+    """A Matcher (core.ports) over the documents the index holds."""
 
-def guarded(work: Callable[[], T]) -> T:
-    """Run a tantivy call; its failures (a Rust panic is a BaseException) become IndexFailure."""
-    try:
-        return work()
-    except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
-        raise
-    except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException is not an Exception
-        log.error("search_index_failed error=%s", type(exc).__name__)
-        raise IndexFailure("The search index failed; the database's own index answers instead.") from exc
-
-
-class IndexReads:
-    """The read side of DerivedIndex; ``_opened`` gives the open tantivy index."""
-
-    _schema: Any
-    # thread -> the highest id of it that this process indexed, set before the commit that
-    # shows it (adapters.storage.search_index.derived): past it the index holds none of the thread's messages
-    _last_indexed: dict[int, int]
-
-    def _opened(self) -> Any:
-        raise NotImplementedError
+    def __init__(self, state: IndexState) -> None:
+        self._state = state
 
     def _bounded(self, scope: Scope) -> bool:
         """Whether the snapshot must filter: unless the thread's last indexed message is known
         and within it (a first page, caught up), the index may hold later ones."""
-        last = self._last_indexed.get(scope.thread_id)
+        last = self._state.last_indexed.get(scope.thread_id)
         return last is None or last > scope.snapshot
 
     def _query(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> Any:
-        return words_query(self._schema, terms, scope, own_words, self._bounded(scope))
+        return words_query(self._state.schema, terms, scope, own_words, self._bounded(scope))
 
     def count(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
-        return int(self._opened().searcher().search(self._query(terms, scope, own_words), 1, count=True).count)
+        return int(self._state.searcher().search(self._query(terms, scope, own_words), 1, count=True).count)
 
     async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
         return guarded(lambda: self.count(terms, scope, own_words))
@@ -68,7 +49,7 @@ class IndexReads:
         return guarded(lambda: self.newest_hits(terms, scope, wanted))
 
     def newest_hits(self, terms: Sequence[str], scope: Scope, wanted: int) -> list[tuple[int, int]]:
-        found, _ = top_hits(self._opened().searcher(), self._query(terms, scope, own_words=True), wanted, "sent")
+        found, _ = top_hits(self._state.searcher(), self._query(terms, scope, own_words=True), wanted, "sent")
         return sorted(((int(key), i) for key, i, _ in found), key=lambda k: (-k[0], -k[1]))[:wanted]
 
     def ranked_hits(self, terms: Sequence[str], scope: Scope, limit: int, offset: int,
@@ -80,7 +61,7 @@ class IndexReads:
         thread, time and whether the owner said it. What is shown is read from the
         database afterwards, within the searched thread (core.history.search).
         """
-        searcher = self._opened().searcher()
+        searcher = self._state.searcher()
         found, total = top_hits(searcher, self._query(terms, scope), offset + limit, None, counted)
         chosen = sorted(found, key=lambda h: (-h[0], h[1]))[offset:offset + limit]
         return read_hits(searcher, chosen), total
@@ -99,8 +80,8 @@ class IndexReads:
     def matching_ids(self, terms: Sequence[str], scope: Scope, ids: Sequence[int]) -> set[int]:
         if not ids:
             return set()
-        searcher = self._opened().searcher()
-        among = tantivy.Query.term_set_query(self._schema, "id", list(ids))
+        searcher = self._state.searcher()
+        among = tantivy.Query.term_set_query(self._state.schema, "id", list(ids))
         query = tantivy.Query.boolean_query([
             (tantivy.Occur.Must, self._query(terms, scope)), (tantivy.Occur.Must, among)])
         found = searcher.search(query, len(ids), count=False)
@@ -114,8 +95,8 @@ class IndexReads:
         matches the words: one search, no round trip to the database."""
         if not places:
             return []
-        searcher = self._opened().searcher()
-        query = places_query(self._schema, terms, scope, places, self._bounded(scope))
+        searcher = self._state.searcher()
+        query = places_query(self._state.schema, terms, scope, places, self._bounded(scope))
         found = searcher.search(query, len(places), count=False)
         addresses = [address for _, address in found.hits]
         ids = searcher.fast_field_values("id", addresses)
@@ -125,12 +106,12 @@ class IndexReads:
     async def frequencies(self, terms: Sequence[str], thread_id: int) -> tuple[int, dict[str, int]]:
         """The thread's indexed documents and each stem's document frequency among them, text
         or context (in memory)."""
-        return guarded(lambda: frequencies_of(self._opened().searcher(), thread_id, terms))
+        return guarded(lambda: frequencies_of(self._state.searcher(), thread_id, terms))
 
     def field_at(self, message_id: int, field: str) -> int | None:
         """A fast field of the message's document (``seq``, ``digest``); None when not indexed."""
-        searcher = self._opened().searcher()
-        found = searcher.search(tantivy.Query.term_query(self._schema, "id", message_id), 1, count=False)
+        searcher = self._state.searcher()
+        found = searcher.search(tantivy.Query.term_query(self._state.schema, "id", message_id), 1, count=False)
         return int(searcher.fast_field_values(field, [found.hits[0][1]])[0]) if found.hits else None
 
     def place_after(self, message_id: int | None) -> int:
