@@ -51,9 +51,15 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, None]:
     yield from _phase(item, 1)
 
 
+class _SessionEnd:
+    """Where the last test's teardown goes: it also ends the session's fixtures (the shared Chromium)."""
+
+    nodeid = "(the last test's teardown, with the session fixtures')"
+
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, Any, None]:
-    yield from _phase(item, 2)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, None]:
+    yield from _phase(item if nextitem is not None else _SessionEnd(), 2)  # type: ignore[arg-type]
 
 
 @pytest.hookimpl(hookwrapper=True)
