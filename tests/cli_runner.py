@@ -6,9 +6,10 @@ writes to the standard error it was given). What only a process shows — ``nod 
 listening and stopping on a signal, a pipe closed at exit, ``kill -9`` — is for the process
 tests in ``tests/e2e``.
 
-Not for ``nod run`` (it hands faulthandler a real file descriptor) nor ``nod chat`` (it
-reconfigures the terminal's standard input). From a coroutine, call it in a thread
-(``await asyncio.to_thread(run_nod, …)``): ``main`` runs its own event loop.
+Standard input is a text stream over bytes, as a pipe's is (``nod chat`` reconfigures it to
+take bytes that are not UTF-8). Not for ``nod run`` (it hands faulthandler a real file
+descriptor). From a coroutine, call it in a thread (``await asyncio.to_thread(run_nod, …)``):
+``main`` runs its own event loop.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Output(Protocol):  # a Ran, or subprocess.CompletedProcess[str] from a pro
     def stderr(self) -> str: ...
 
 
-def run_nod(argv: Sequence[str], *, stdin: str | TextIO = "", environ: Mapping[str, str] | None = None,
+def run_nod(argv: Sequence[str], *, stdin: str | bytes | TextIO = "", environ: Mapping[str, str] | None = None,
             cwd: Path | None = None, settings: type[Settings] = Settings) -> Ran:
     """``nod ARGV`` in process. ``environ`` is the whole environment it sees (as a process's
     ``env=``; None: this process's own), ``cwd`` its working folder (None: this one),
@@ -70,7 +71,7 @@ def run_nod(argv: Sequence[str], *, stdin: str | TextIO = "", environ: Mapping[s
                 patch.setenv(name, value)
         if cwd is not None:
             patch.chdir(cwd)
-        patch.setattr(sys, "stdin", io.StringIO(stdin) if isinstance(stdin, str) else stdin)
+        patch.setattr(sys, "stdin", _piped(stdin) if isinstance(stdin, str | bytes) else stdin)
         patch.setattr(sys, "stdout", out)
         patch.setattr(sys, "stderr", err)
         try:
@@ -78,6 +79,12 @@ def run_nod(argv: Sequence[str], *, stdin: str | TextIO = "", environ: Mapping[s
         except SystemExit as exc:  # as the interpreter turns it into a status
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     return Ran(code, out.getvalue(), err.getvalue())
+
+
+def _piped(data: str | bytes) -> TextIO:
+    """What the interpreter makes of a pipe on standard input: UTF-8 text over a byte stream."""
+    raw = data.encode() if isinstance(data, str) else data
+    return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
 
 
 @contextmanager

@@ -2,14 +2,17 @@
 
 PostgreSQL tests need ``NOD_TEST_POSTGRES_URL`` (``.ci/run`` starts a throwaway cluster
 and sets it); each test gets a database of its own, dropped afterwards. With
-``NOD_REQUIRE_POSTGRES=1`` (CI) a missing server fails instead of skipping.
+``NOD_REQUIRE_POSTGRES=1`` (CI) a missing server fails instead of skipping. A test that
+takes ``engine`` gets its database already migrated, a copy of the session's template
+(``tests/templates.py``); one that takes only ``database_url`` gets it empty.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncpg
@@ -18,16 +21,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.storage.database import create_engine
-from adapters.storage.migrations import migrate
 from tests.fakes.model_server import FakeModelServer
+from tests.templates import drop_templates, migrated_postgres_url, migrated_sqlite
+from tests.templates import plain_dsn as _plain_dsn
 
 POSTGRES_URL = os.environ.get("NOD_TEST_POSTGRES_URL")
-
-
-def _plain_dsn(url: str, database: str) -> str:
-    return make_url(url).set(drivername="postgresql", database=database).render_as_string(
-        hide_password=False
-    )
 
 
 async def fresh_postgres_url() -> str:
@@ -59,14 +57,27 @@ def _skip_or_fail_without_postgres() -> None:
     pytest.skip("PostgreSQL not configured: set NOD_TEST_POSTGRES_URL (.ci/run does).")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _templates() -> Iterator[None]:
+    """The migrated templates live for the session (tests/templates.py); PostgreSQL's is dropped at its end."""
+    yield
+    if POSTGRES_URL:
+        asyncio.run(drop_templates())
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    """A fresh, empty database URL on each backend."""
+    """A fresh database URL on each backend: empty, or, when the test also takes ``engine``,
+    migrated already (a copy of the template, which is what ``engine`` would make of it)."""
+    migrated = "engine" in request.fixturenames
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}"
+        if migrated:
+            yield await migrated_sqlite(tmp_path / "nod.db")
+        else:
+            yield f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}"
         return
     _skip_or_fail_without_postgres()
-    url = await fresh_postgres_url()
+    url = await (migrated_postgres_url() if migrated else fresh_postgres_url())
     try:
         yield url
     finally:
@@ -75,9 +86,8 @@ async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
 
 @pytest.fixture
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    """A migrated engine on a fresh database."""
+    """A migrated engine on a fresh database (``database_url`` made it from the template)."""
     engine = create_engine(database_url, pool_size=10)
-    await migrate(engine)
     try:
         yield engine
     finally:

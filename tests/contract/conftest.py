@@ -2,9 +2,10 @@
 
 Each contract test takes ``ports``: the fakes of ``tests/fakes/ports.py``, or the stores
 ``bot.wiring`` plugs in over a real SQLite file (in ``tmp_path``) or a fresh PostgreSQL
-database (the shared ``postgres_url`` fixture: skipped, with its reason, when
-``NOD_TEST_POSTGRES_URL`` is unset). A test that passes on all three proves the fake keeps
-the promise the unit tests rely on; the rule tests in ``tests/unit`` then run on the fakes.
+database (skipped, with its reason, when ``NOD_TEST_POSTGRES_URL`` is unset), each a
+migrated copy of the session's template (``tests/templates.py``). A test that passes on all
+three proves the fake keeps the promise the unit tests rely on; the rule tests in
+``tests/unit`` then run on the fakes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from adapters.storage.locks import DatabaseLocks
 from adapters.storage.memory_store import MemoryStore
 from adapters.storage.message_store import MessageStore
 from adapters.storage.meta import MetaKeys
-from adapters.storage.migrations import migrate
 from adapters.storage.objects import ObjectStore
 from adapters.storage.owner_store import OwnerStore
 from adapters.storage.unit_of_work import SqlUnitOfWork
@@ -31,8 +31,10 @@ from adapters.storage.usage_store import UsageStore
 from core.clock import FixedClock
 from core.history.search import Database
 from core.ports import Keys, MemoryRepository, Messages, OwnerLocks, Owners, UnitOfWork, UsageLedger
+from tests.conftest import _skip_or_fail_without_postgres, drop_postgres_database
 from tests.fakes.messages import MemoryMessages, MemoryUnitOfWork
 from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryLocks, MemoryOwners, MemoryUsage, NoConversation
+from tests.templates import migrated_postgres_url, migrated_sqlite
 
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
@@ -71,13 +73,26 @@ def _stores(kind: str, engine: AsyncEngine) -> Ports:
 
 
 @pytest.fixture(params=["fake", "sqlite", "postgresql"])
-def storage_url(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
-    """None for the fakes; a real SQLite file; a fresh PostgreSQL database (or a skip)."""
-    if request.param == "fake":
-        return None
-    if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}"
-    return str(request.getfixturevalue("postgres_url"))
+def storage(request: pytest.FixtureRequest) -> str:
+    """Which implementation: the fakes, a real SQLite file, or PostgreSQL (a skip without it)."""
+    if request.param == "postgresql":
+        _skip_or_fail_without_postgres()
+    return str(request.param)
+
+
+@pytest.fixture
+async def storage_url(storage: str, tmp_path: Path) -> AsyncIterator[str | None]:
+    """None for the fakes; else a newly migrated database (a copy of the template, tests/templates.py)."""
+    if storage == "fake":
+        yield None
+    elif storage == "sqlite":
+        yield await migrated_sqlite(tmp_path / "nod.db")
+    else:
+        url = await migrated_postgres_url()
+        try:
+            yield url
+        finally:
+            await drop_postgres_database(url)
 
 
 @pytest.fixture
@@ -86,7 +101,6 @@ async def ports(storage_url: str | None) -> AsyncIterator[Ports]:
         yield _fakes()
         return
     engine = create_engine(storage_url, pool_size=10)
-    await migrate(engine)
     try:
         yield _stores(engine.dialect.name, engine)
     finally:

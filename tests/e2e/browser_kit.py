@@ -46,6 +46,24 @@ def browser_or_skip() -> Any:
     return async_playwright
 
 
+class Contexts:
+    """One test's share of the session's browser: ``new_context`` as Playwright's, each context
+    closed by ``close`` (the next test finds no page, cookie or storage of this one's)."""
+
+    def __init__(self, browser: Any) -> None:
+        self._browser = browser
+        self._opened: list[Any] = []
+
+    async def new_context(self, **options: Any) -> Any:
+        context = await self._browser.new_context(**options)
+        self._opened.append(context)
+        return context
+
+    async def close(self) -> None:
+        for context in self._opened:
+            await context.close()
+
+
 def shots(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("NOD_SCREENSHOTS", tmp_path))
     folder.mkdir(parents=True, exist_ok=True)

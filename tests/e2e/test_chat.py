@@ -1,5 +1,5 @@
 """``nod chat`` as a process, its standard input a pipe, against the scripted model server; the
-owners it talks for are made in process."""
+owners it talks for are made in process. Its edge cases run in process (tests/integration/cli/test_chat.py)."""
 
 from __future__ import annotations
 
@@ -61,22 +61,3 @@ async def test_piped_chat_answers_each_line_in_order_with_commands(tmp_path: Pat
     usage = await _nod(tmp_path, "usage", "--owner", "ana")
     assert usage.returncode == 0
     assert any(line.split()[:3] == ["today", "agent", "4"] for line in usage.stdout.splitlines()), usage.stdout
-
-
-async def test_chat_without_a_model_still_starts_and_says_how_to_configure_one(tmp_path: Path) -> None:
-    await _ana(tmp_path)
-    code, out, err = await _chat(tmp_path, "hello\n/quit\nnever read\n")
-    assert code == 0, err
-    assert out.strip().startswith("I can't answer yet: no model is configured.")
-    assert "NOD_AGENT_MODEL" in out and out.count("no model is configured") == 1
-
-
-async def test_a_line_that_is_not_utf8_gets_a_sentence_and_the_chat_goes_on(tmp_path: Path) -> None:
-    await _ana(tmp_path)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "chat", "--owner", "ana", cwd=tmp_path, env=_env(tmp_path),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(process.communicate(b"caf\xe9 latin-1\n/help\n"), 60)
-    assert process.returncode == 0 and b"Traceback" not in err
-    blocks = [b for b in out.decode().split("\n\n") if b.strip()]
-    assert blocks[0] == "That line is not UTF-8 text, so I skipped it." and blocks[1].startswith("I'm Nod")

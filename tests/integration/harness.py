@@ -22,6 +22,7 @@ from core.message import Inbound, StoredMessage
 from core.owner import Identity, Owner
 from core.replies import Reply
 from tests.fakes.model_server import FakeModelServer
+from tests.templates import migrated_sqlite
 
 AGENT = "gpt-4o-mini"
 MEMORY = "memory-small"
@@ -64,8 +65,13 @@ class Harness:
 
 
 async def make_harness(tmp_path: Path, server: FakeModelServer, **overrides: Any) -> AsyncIterator[Harness]:
+    """Nod over ``tmp_path/nod.db`` (made from the migrated template when new: ``services`` then finds
+    nothing to upgrade), or over the ``database_url`` in ``overrides``."""
+    database = tmp_path / "nod.db"
+    if "database_url" not in overrides and database.parent.is_dir() and not database.exists():
+        await migrated_sqlite(database)
     values: dict[str, Any] = {
-        "database_url": f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}",
+        "database_url": f"sqlite+aiosqlite:///{database}",
         "openai_base_url": server.base_url, "openai_api_key": "test",
         "agent_model": AGENT, "memory_model": MEMORY,
     }

@@ -117,3 +117,19 @@ def test_the_agent_deadline_and_the_budget_scale_are_the_operators() -> None:
         Settings(agent_deadline_s=0)
     with pytest.raises(ValueError, match="NOD_MAX_TOKENS_SCALE must be a finite number, not inf"):
         Settings(max_tokens_scale=float("inf"))
+
+
+def test_the_shared_tls_contexts_check_certificates_and_host_names_and_are_made_once() -> None:
+    """The model servers' clients share one context, Telegram's two another (loading the CA bundle
+    costs CPU per client), and sharing weakens nothing: certificates are required and host names
+    checked, from a real bundle."""
+    import ssl
+
+    from adapters.openai_model.transport import tls_context as models
+    from adapters.telegram.channel import tls_context as telegram
+
+    for made in (models, telegram):
+        context = made()
+        assert context is made()
+        assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+        assert context.cert_store_stats()["x509_ca"] > 0

@@ -6,6 +6,7 @@ second of interpreter start-up per call; what only a process shows is in ``tests
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Protocol, TextIO
@@ -14,10 +15,11 @@ import pytest
 
 from tests.cli_runner import Ran, run_nod
 from tests.fakes.loopback import NOD_PREFIXES
+from tests.templates import migrated_sqlite
 
 
 class Nod(Protocol):
-    def __call__(self, *argv: str, stdin: str | TextIO = "", **environment: str) -> Ran: ...
+    def __call__(self, *argv: str, stdin: str | bytes | TextIO = "", **environment: str) -> Ran: ...
 
 
 @pytest.fixture
@@ -36,15 +38,15 @@ def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def cli(bare: Path) -> Nod:
     """``cli(*argv, stdin="", **environment)``: ``nod ARGV`` in process, in ``bare``'s folder and
     environment plus ``environment``; its exit status and output."""
-    def run(*argv: str, stdin: str | TextIO = "", **environment: str) -> Ran:
+    def run(*argv: str, stdin: str | bytes | TextIO = "", **environment: str) -> Ran:
         return run_nod(argv, stdin=stdin, environ={**os.environ, **environment})
     return run
 
 
 @pytest.fixture
-def here(bare: Path, cli: Nod, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``bare`` with its own database, made as an operator would (``nod init``), at ``nod.db``."""
-    monkeypatch.setenv("NOD_DATABASE_URL", f"sqlite+aiosqlite:///{bare / 'nod.db'}")
-    made = cli("init")
-    assert made.returncode == 0, made.stderr
+def here(bare: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``bare`` with its own database at ``nod.db``, newly migrated: what ``nod init`` makes (a copy of
+    the session's template, tests/templates.py; test_operator runs ``nod init`` itself)."""
+    url = asyncio.run(migrated_sqlite(bare / "nod.db"))
+    monkeypatch.setenv("NOD_DATABASE_URL", url)
     return bare
