@@ -16,8 +16,8 @@ from core.errors import InvalidInput, NotFound
 from core.memory import document as memory_ops
 from core.memory.codec import skill_to_json, to_json
 from core.memory.importer import ImportResult, import_answer
-from core.memory.model import Entry, MemoryDocument, Origin
 from core.memory.render import label_of, render_export
+from core.memory.values import Entry, MemoryDocument, Origin
 from core.message import StoredMessage
 from core.owner import Owner
 from core.page.view import owners_sources

@@ -22,7 +22,7 @@ from core.errors import InvalidInput, NotFound
 from core.memory import document as ops
 from core.memory import transfer
 from core.memory.codec import entry_to_json
-from core.memory.model import MemoryDocument
+from core.memory.values import MemoryDocument
 from core.ports import Changed
 
 

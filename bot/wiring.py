@@ -18,13 +18,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.storage.database import create_engine, is_sqlite, storage_error
-from adapters.storage.fulltext import FullText
+from adapters.storage.database_keys import DatabaseKeys
 from adapters.storage.gmail_store import GmailStore
 from adapters.storage.health import DatabaseHealth
+from adapters.storage.keyword_matcher import KeywordMatcher
 from adapters.storage.locks import DatabaseLocks
 from adapters.storage.memory_store import MemoryStore
 from adapters.storage.message_store import MessageStore
-from adapters.storage.meta import MetaKeys
 from adapters.storage.migrations import migrate
 from adapters.storage.objects import ObjectStore
 from adapters.storage.owner_store import OwnerStore
@@ -43,13 +43,13 @@ from core.agent.spending import Spending
 from core.agent.turn import TurnDeps
 from core.agent.usage import PriceTable
 from core.clock import Clock, SystemClock
-from core.evidence.check import ReplyChecker
+from core.evidence.reply_check import ReplyChecker
 from core.evidence.selection import Selector
 from core.gmail.cipher import TokenCipher
 from core.gmail.link import GmailLink
-from core.gmail.model import CALLBACK_PATH
 from core.gmail.runs import StyleRuns
 from core.gmail.style import StyleLearner
+from core.gmail.values import CALLBACK_PATH
 from core.history.search import HistorySearch
 from core.inbox.commands import OwnerCommands
 from core.inbox.digests import Digests
@@ -163,7 +163,7 @@ def build_gateway(settings: Settings, usage: UsageLedger, clock: Clock, models: 
 
 def history_search(engine: AsyncEngine, messages: MessageStore, index: DerivedIndex | None = None) -> HistorySearch:
     """history_search over a database (and its derived index): the one way to build it."""
-    return HistorySearch(messages, FullText(engine), MetaKeys(engine), index)
+    return HistorySearch(messages, KeywordMatcher(engine), DatabaseKeys(engine), index)
 
 
 def _page(settings: Settings, engine: AsyncEngine, clock: Clock) -> tuple[PageAccess | None, str]:
@@ -227,7 +227,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         owners = OwnerStore(engine)
         index = DerivedIndex.beside(settings.database_url, engine,
                                     Path(settings.search_index_dir) if settings.search_index_dir else None)
-        fulltext = FullText(engine)
+        fulltext = KeywordMatcher(engine)
         history = history_search(engine, messages, index)
         usage = UsageStore(engine)
         spending = Spending(usage, owners, clock, settings.spending_limit_usd)

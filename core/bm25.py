@@ -1,7 +1,7 @@
 """BM25F: the one relevance score of Nod's keyword searches.
 
 history_search re-ranks its best matches with it (core.history.ranking: the message, the one
-before, the one after) and memory_find orders notes with it (core.memory.reading: slug,
+before, the one after) and memory_find orders notes with it (core.memory.lookup: slug,
 abstract, text), both over the words and stems of core.text, so a word weighs the same way
 in each. Each field's count of a query word, discounted for a long field and weighted, is
 added to the others' before saturating once; a word's part is weighted by its IDF; the sum

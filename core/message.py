@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from core.attachments.model import MediaRef
+from core.attachments.media import MediaRef
 from core.errors import InvalidInput
 from core.owner import Identity
 from core.secrets import contains_secret

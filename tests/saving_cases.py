@@ -18,7 +18,7 @@ from typing import Any
 
 from core.agent.turn_context import TurnOrigin
 from core.memory import document as ops
-from core.memory.model import Evidence, MemoryDocument, Origin, Skill
+from core.memory.values import Evidence, MemoryDocument, Origin, Skill
 from core.message import Message, Role
 from core.ports import MemoryRepository, Messages, Owners
 

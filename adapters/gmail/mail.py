@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 
 from core.errors import MailAccessLost, MailError
-from core.gmail.model import MailMessage
+from core.gmail.values import MailMessage
 
 log = logging.getLogger("nod.gmail.mail")
 GMAIL_API = "https://gmail.googleapis.com"

@@ -22,7 +22,7 @@ from google_auth_oauthlib.flow import Flow
 from oauthlib.oauth2 import InsecureTransportError, OAuth2Error
 
 from core.errors import MailAccessLost, MailError
-from core.gmail.model import SCOPE, Consent, Grant
+from core.gmail.values import SCOPE, Consent, Grant
 
 log = logging.getLogger("nod.gmail.oauth")
 TIMEOUT_S = 20.0

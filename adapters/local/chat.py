@@ -17,9 +17,9 @@ import asyncio
 from dataclasses import dataclass
 from typing import TextIO
 
-from core.inbox.front import FrontDoor, Handled
+from core.inbox.front import FrontDoor, FrontDoorResult
+from core.markdown.parsing import appended, read
 from core.markdown.pieces import NO_MARK, QUOTE_LINES, Mark, Style, verbatim
-from core.markdown.reading import appended, read
 from core.markdown.splitting import joined
 from core.message import Inbound
 from core.owner import Identity, Owner
@@ -74,7 +74,7 @@ class LocalChat:
         self.out.write(plain_text(text).rstrip() + "\n\n")
         self.out.flush()
 
-    async def _answered(self, handled: Handled) -> None:
+    async def _answered(self, handled: FrontDoorResult) -> None:
         if handled.answer:
             self._say(handled.answer)
         if handled.later is not None:

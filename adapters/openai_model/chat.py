@@ -21,7 +21,7 @@ from openai import AsyncOpenAI
 
 from adapters.openai_model.transport import INVALID_REQUEST, BoundedTransport
 from core.agent.budgets import REASONING_ALLOWANCE
-from core.agent.model import ChatReply, ChatRequest, Message, Reasoning, ToolCall
+from core.agent.chat import ChatMessage, ChatReply, ChatRequest, Reasoning, ToolCall
 from core.errors import AnswerCut, ModelError, ModelRefused, ModelTimeout, ModelUnavailable, UnreadableAnswer
 from core.secrets import find_secret
 
@@ -41,12 +41,12 @@ def _tools(request: ChatRequest) -> list[dict[str, Any]]:
             for t in request.tools]
 
 
-def _has_images(messages: Sequence[Message]) -> bool:
+def _has_images(messages: Sequence[ChatMessage]) -> bool:
     return any(isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") == "image_url"
                                                            for p in m["content"]) for m in messages)
 
 
-def _stringed(message: Message, images: bool = True) -> dict[str, Any]:
+def _stringed(message: ChatMessage, images: bool = True) -> dict[str, Any]:
     """The message with string content: llama-cpp-python refuses ``null`` (an assistant's tool-call message).
     An owner's message with images keeps its content parts, or (``images`` False) becomes its text alone."""
     out = dict(message)
@@ -97,7 +97,7 @@ def _raw_message(exc: openai.APIStatusError) -> str:
     return _validation_summary(text) or text
 
 
-def _said_words(messages: Sequence[Message]) -> set[tuple[str, ...]]:
+def _said_words(messages: Sequence[ChatMessage]) -> set[tuple[str, ...]]:
     """Every run of three words of the conversation's messages (not Nod's system prompt)."""
     runs: set[tuple[str, ...]] = set()
     for message in messages:
@@ -128,7 +128,7 @@ def _without_said(text: str, said: set[tuple[str, ...]]) -> str:
     return "".join(out) + text[last:]
 
 
-def _unquoted(text: str, messages: Sequence[Message] = ()) -> str:
+def _unquoted(text: str, messages: Sequence[ChatMessage] = ()) -> str:
     """The server's words without what they quote of the request: servers repeat it in their
     errors (vLLM's 400s the messages; pydantic's ``input_value=…``), and the request holds the
     owner's words. A quoted name (`reasoning_content`, 'temperature') stays; any other quoted
@@ -139,7 +139,7 @@ def _unquoted(text: str, messages: Sequence[Message] = ()) -> str:
     return _without_said(text, _said_words(messages)) if messages else text
 
 
-def server_message(exc: openai.APIStatusError, messages: Sequence[Message] = ()) -> str:
+def server_message(exc: openai.APIStatusError, messages: Sequence[ChatMessage] = ()) -> str:
     """The server's own words about an error, a few hundred characters, without what they quote of
     the request; nothing when they look like they hold a secret."""
     text = _unquoted(_raw_message(exc), messages)

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.storage.database import writing
 from adapters.storage.schema import gmail_connections, gmail_consents
-from core.gmail.model import Connection, PendingConsent, RunReport
+from core.gmail.values import Connection, PendingConsent, RunReport
 
 MAX_OUTCOME = 300
 

@@ -22,7 +22,7 @@ from core.clock import Clock
 from core.errors import StaleWrite
 from core.memory.codec import decode
 from core.memory.document import fit_and_encode
-from core.memory.model import MemoryDocument
+from core.memory.values import MemoryDocument
 from core.ports import Changed, Saved, VersionedDocument
 
 MEMORY_PATH = "memory/MEMORY.md"

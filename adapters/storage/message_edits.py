@@ -19,7 +19,7 @@ from datetime import datetime
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.storage import fence
+from adapters.storage import id_horizon
 from adapters.storage.database import writing
 from adapters.storage.schema import message_versions, messages
 from core.message import Edited, Role, StoredMessage
@@ -54,7 +54,7 @@ async def _edit(engine: AsyncEngine, owner_id: int, channel: str, platform_id: s
     query = select(messages).where(messages.c.owner_id == owner_id, messages.c.channel == channel,
                                    messages.c.platform_id == platform_id, messages.c.role == Role.OWNER.value)
     async with writing(engine) as conn:
-        await fence.enter(conn)
+        await id_horizon.enter(conn)
         row = (await conn.execute(query.order_by(messages.c.id).limit(1))).first()
         if row is None:
             return None

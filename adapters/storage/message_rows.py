@@ -31,7 +31,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.storage import fence
+from adapters.storage import id_horizon
 from adapters.storage.database import writing
 from adapters.storage.schema import messages
 from core.message import Message
@@ -96,7 +96,7 @@ async def insert_rows(engine: AsyncEngine, batch: Sequence[dict[str, Any]] | Pre
     async with writing(engine, single_statement=prepared.sql is not None) as conn:
         if prepared.sql is not None:
             return int((await conn.exec_driver_sql(prepared.sql, prepared.values)).rowcount)
-        await fence.enter(conn)
+        await id_horizon.enter(conn)
         result = await conn.execute(insert_statement(conn.dialect.name).returning(messages.c.id), list(prepared.rows))
         return len(result.all())
 

@@ -24,13 +24,13 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from adapters.storage import fence, outbox
+from adapters.storage import id_horizon, outbox
 from adapters.storage.database import writing
 from adapters.storage.message_edits import MessageEdits
 from adapters.storage.message_rows import Prepared, insert_rows, insert_statement, prepare, row_values
 from adapters.storage.requests import settling
 from adapters.storage.schema import messages, owners, threads
-from core.attachments.model import MediaRef
+from core.attachments.media import MediaRef
 from core.clock import Clock
 from core.message import Appended, Message, Owed, Role, StoredMessage, VoiceNote
 
@@ -157,7 +157,7 @@ class MessageStore(MessageEdits):
 
     async def _append(self, message: Message, statement: Any, values: dict[str, Any]) -> Appended:
         async with writing(self._engine, single_statement=True) as conn:
-            await fence.enter(conn)
+            await id_horizon.enter(conn)
             appended = await self._insert(conn, message, statement, values)
         if appended.created:
             stored = appended.message
@@ -179,7 +179,7 @@ class MessageStore(MessageEdits):
     async def append_within(self, conn: AsyncConnection, message: Message) -> Appended:
         """``append`` inside a unit of work's transaction (adapters.storage.unit_of_work): the thread
         found, or opened, on its connection, so it commits or rolls back with the rest."""
-        await fence.enter(conn)
+        await id_horizon.enter(conn)
         thread_id = (await conn.execute(self._active_thread_query(message.owner_id))).scalar()
         if thread_id is None:  # a reminder to an owner who never wrote: another writer may open it first
             await conn.execute(_opening_thread(conn.dialect.name).values(owner_id=message.owner_id,

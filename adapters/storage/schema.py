@@ -143,7 +143,7 @@ messages = Table(
     Column("awaiting", Boolean, nullable=False, default=False, server_default=_FALSE),  # its turn has not answered yet
     Column("voice", Boolean, nullable=False, default=False, server_default=_FALSE_WORD),
     Column("voice_note", Text),  # the channel's reference to audio not transcribed yet (JSON), never the audio
-    Column("media", Text),  # a photo's or document's reference (core.attachments.model.MediaRef), never its bytes
+    Column("media", Text),  # a photo's or document's reference (core.attachments.media.MediaRef), never its bytes
     Column("platform_id", Text),  # the platform's id of the message, by which an edit finds it
     UniqueConstraint("owner_id", "channel", "external_id"),
     CheckConstraint("role IN ('owner', 'assistant', 'tool')"),

@@ -16,7 +16,7 @@ from telegram import Bot
 from telegram.error import BadRequest, TelegramError
 
 from adapters.telegram.sink import TelegramSender
-from core.attachments.model import MediaRef
+from core.attachments.media import MediaRef
 from core.errors import AttachmentTooLarge, AttachmentUnavailable, AudioTooLarge, AudioUnavailable, DeliveryFailed, NodError
 from core.message import VoiceNote
 

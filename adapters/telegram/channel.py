@@ -55,7 +55,7 @@ from adapters.telegram.sink import BACKOFF_S, MAX_RETRY_AFTER_S, TelegramSender
 from core.errors import ConfigError, DeliveryFailed, InvalidInput
 from core.inbox.answering import Answering
 from core.inbox.commands import COMMANDS
-from core.inbox.front import FrontDoor, Handled
+from core.inbox.front import FrontDoor, FrontDoorResult
 from core.message import Inbound
 from core.owner import Identity
 
@@ -279,7 +279,7 @@ class TelegramChannel:
         if incoming is not None:
             self._follow_up(await front.handle(incoming), int(sender.external_id))
 
-    def _follow_up(self, handled: Handled, chat_id: int) -> None:
+    def _follow_up(self, handled: FrontDoorResult, chat_id: int) -> None:
         self._answering.follow_up(handled, chat_id)
         if handled.turn_started and handled.owner is not None:
             self._answering.spawn(self._typing(chat_id, handled.owner.id))

@@ -16,8 +16,8 @@ import html
 import re
 from html.parser import HTMLParser
 
+from core.markdown.parsing import read
 from core.markdown.pieces import Mark, Style
-from core.markdown.reading import read
 from core.markdown.splitting import joined, split
 
 TELEGRAM_LIMIT = 4_096  # characters per message; measured on the HTML, which is never shorter than the text shown

@@ -27,7 +27,7 @@ from telegram import Message, Update
 from telegram.warnings import PTBDeprecationWarning
 
 from core.attachments.documents import readable
-from core.attachments.model import MediaKind, MediaRef, described_file
+from core.attachments.media import MediaKind, MediaRef, described_file
 from core.message import Aside, Inbound, VoiceNote
 from core.owner import Identity
 from core.voice import upload_name

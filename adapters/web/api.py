@@ -21,8 +21,8 @@ from aiohttp import web
 from adapters.web import gmail
 from adapters.web.page import COOKIE, SERVICES, cancel_schedule, export, export_json, full_view, signed_in
 from core.errors import Conflict, EditedElsewhere, InvalidInput, MailError, MemoryFull, NodError, NotFound, StorageError
-from core.gmail.model import CALLBACK_PATH
-from core.memory.model import AREA_TITLES
+from core.gmail.values import CALLBACK_PATH
+from core.memory.values import AREA_TITLES
 from core.owner import Owner
 
 log = logging.getLogger("nod.web.api")

@@ -43,7 +43,7 @@ from core.errors import (
     StorageError,
 )
 from core.memory import transfer
-from core.memory.model import AREA_TITLES
+from core.memory.values import AREA_TITLES
 from core.owner import Owner
 from core.page.access import PAGE_PATH
 

@@ -11,8 +11,8 @@ the fence and the next message opens it again.
 
 from __future__ import annotations
 
+from core.markdown.parsing import appended, read
 from core.markdown.pieces import QUOTE_LINES, Mark, Style, verbatim
-from core.markdown.reading import appended, read
 from core.markdown.splitting import split
 
 WHATSAPP_LIMIT = 1_600  # characters per Twilio message body

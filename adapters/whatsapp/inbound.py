@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.attachments.documents import readable
-from core.attachments.model import MediaKind, MediaRef
+from core.attachments.media import MediaKind, MediaRef
 from core.message import Aside, Inbound, VoiceNote
 from core.owner import Identity
 from core.voice import PLACEHOLDER, upload_name

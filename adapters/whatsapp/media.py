@@ -21,7 +21,7 @@ import logging
 
 import aiohttp
 
-from core.attachments.model import MediaRef
+from core.attachments.media import MediaRef
 from core.errors import AttachmentTooLarge, AttachmentUnavailable, AudioTooLarge, AudioUnavailable, NodError
 from core.message import VoiceNote
 

@@ -21,8 +21,8 @@ from core.agent.slots import DEFAULT_SLOTS, WorkSlots
 from core.agent.store_retries import StoreRetries
 from core.agent.turn import TurnDeps, TurnOutcome, run_turn
 from core.agent.turn_context import TurnOrigin, begin
-from core.attachments.model import NO_VISION_ALONE
-from core.attachments.reading import AttachmentReader
+from core.attachments.media import NO_VISION_ALONE
+from core.attachments.preparing import AttachmentReader
 from core.errors import DeliveryFailed
 from core.message import Appended, Inbound, Message, Role, StoredMessage
 from core.owner import Identity, Owner

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from core.agent.budgets import AGENT_MAX_TOKENS, scaled
-from core.agent.model import ChatReply, ChatRequest, JsonSchema, Message, ToolSpec
+from core.agent.chat import ChatMessage, ChatReply, ChatRequest, JsonSchema, ToolSpec
 from core.agent.slots import waiting_elsewhere
 from core.agent.usage import PriceTable, UsageRecord
 from core.clock import Clock
@@ -134,7 +134,7 @@ class Gateway:
     def transcribe_configured(self) -> bool:
         return self._transcriber is not None
 
-    async def agent_step(self, owner_id: int, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ChatReply:
+    async def agent_step(self, owner_id: int, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> ChatReply:
         if self._agent is None:
             raise ConfigError("No agent model is configured (NOD_AGENT_MODEL).")
         request = ChatRequest(str(self.roles.agent_model), messages, tools, max_tokens=scaled(AGENT_MAX_TOKENS, self.roles.max_tokens_scale))
@@ -144,7 +144,7 @@ class Gateway:
             self._blind = True
         return reply
 
-    async def ask(self, owner_id: int, answer: type[A], messages: Sequence[Message]) -> A:
+    async def ask(self, owner_id: int, answer: type[A], messages: Sequence[ChatMessage]) -> A:
         """One structured memory-model call; the answer as ``answer`` (its schema is what was asked)."""
         if self._memory is None:
             raise ConfigError("No memory model is configured (NOD_MEMORY_MODEL).")

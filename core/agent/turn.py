@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from core.agent.context import TurnInputs, turn_messages
+from core.agent.chat import ChatMessage, ChatReply
 from core.agent.framing import OUT_OF_STEPS_NOTE, unframed
 from core.agent.gateway import Gateway
-from core.agent.model import ChatReply, Message
+from core.agent.prompt import TurnInputs, turn_messages
 from core.agent.spending import Spending
 from core.agent.turn_context import TurnContext, TurnOrigin
 from core.agent.window import RecentWindow
-from core.attachments.reading import NONE, Attachments
+from core.attachments.preparing import NONE, Attachments
 from core.clock import Clock
 from core.errors import AnswerCut, ModelDeclined, ModelError, ModelRefused, ModelTimeout
 from core.memory.render import render_index
@@ -54,7 +54,7 @@ class EvidenceSource(Protocol):
 
 
 class ReplyCheck(Protocol):
-    """Checks a draft's personal claims before delivery (core.evidence.check)."""
+    """Checks a draft's personal claims before delivery (core.evidence.reply_check)."""
 
     async def check(
         self, ctx: TurnContext, request: StoredMessage, draft: str, reads: Sequence[ToolOutcome]
@@ -130,7 +130,7 @@ def _replayable(arguments: str) -> str:
         return "{}"
 
 
-def _assistant_calls(reply: ChatReply) -> Message:
+def _assistant_calls(reply: ChatReply) -> ChatMessage:
     message: dict[str, Any] = {
         "role": "assistant",
         "content": reply.text,  # a string even when empty: llama-cpp-python answers 500 to null
@@ -165,7 +165,7 @@ async def _inputs(deps: TurnDeps, ctx: TurnContext, request: StoredMessage, atta
                       attachments)
 
 
-async def _loop(deps: TurnDeps, ctx: TurnContext, messages: list[Message]) -> tuple[ChatReply, int, list[ToolOutcome]]:
+async def _loop(deps: TurnDeps, ctx: TurnContext, messages: list[ChatMessage]) -> tuple[ChatReply, int, list[ToolOutcome]]:
     """Model steps until an answer without tool calls; a cut-off step's calls are never run
     (their arguments may be cut too), so it ends the loop as a cut answer."""
     reads: list[ToolOutcome] = []

@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any
 
 from core.agent.spending import Capacity, Spending
-from core.memory.model import MemoryDocument
+from core.memory.values import MemoryDocument
 from core.owner import Owner
 from core.ports import MemoryRepository, Saved, VersionedDocument
 

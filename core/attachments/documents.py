@@ -17,7 +17,7 @@ import io
 import logging
 from dataclasses import dataclass
 
-from core.attachments.model import ATTACHMENT_TAG, MAX_DOCUMENT_CHARS, MAX_PDF_PAGES, MediaRef, described_file
+from core.attachments.media import ATTACHMENT_TAG, MAX_DOCUMENT_CHARS, MAX_PDF_PAGES, MediaRef, described_file
 from core.errors import AttachmentError, AttachmentTooLarge
 
 log = logging.getLogger("nod.attachments")

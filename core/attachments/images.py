@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
 
-from core.attachments.model import MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE
+from core.attachments.media import MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE
 from core.errors import AttachmentError, AttachmentTooLarge
 
 PASS_BYTES = 4 * 1024 * 1024  # sent unchanged up to this; a larger file is re-encoded smaller

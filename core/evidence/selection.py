@@ -33,8 +33,8 @@ from core.errors import ConfigError, ModelError, NodError
 from core.evidence.packet import MessageRecord, NoteRecord, build_packet
 from core.history.request import HistorySearchArguments
 from core.history.search import HistorySearch
-from core.memory.model import MemoryDocument
 from core.memory.render import label_of
+from core.memory.values import MemoryDocument
 from core.message import StoredMessage
 from core.ports import Messages
 from core.structured import Answer

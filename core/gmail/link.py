@@ -22,8 +22,8 @@ from typing import Any
 from core.clock import Clock
 from core.errors import InvalidInput, MailError, NotFound
 from core.gmail.cipher import TokenCipher
-from core.gmail.model import SCOPE, PendingConsent
 from core.gmail.runs import StyleRuns
+from core.gmail.values import SCOPE, PendingConsent
 from core.owner import Owner
 from core.ports import GmailConnections, GoogleAccounts
 

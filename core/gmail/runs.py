@@ -14,8 +14,8 @@ import logging
 import traceback
 
 from core.errors import NodError
-from core.gmail.model import RunReport
 from core.gmail.style import StyleLearner
+from core.gmail.values import RunReport
 
 log = logging.getLogger("nod.gmail")
 

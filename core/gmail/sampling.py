@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.gmail.model import MailMessage
+from core.gmail.values import MailMessage
 from core.secrets import find_secret
 
 MAX_SAMPLE_CHARS = 2_000  # one mail's share of the prompt

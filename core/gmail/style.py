@@ -18,17 +18,17 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import ClassVar
 
+from core.agent.chat import ChatMessage
 from core.agent.gateway import Gateway
-from core.agent.model import Message
 from core.agent.spending import Spending
 from core.clock import Clock
 from core.errors import ConfigError, MailAccessLost, MailError, MemoryLimitError, ModelError, NotFound
 from core.gmail import check
 from core.gmail.cipher import TokenCipher
-from core.gmail.model import RunReport
 from core.gmail.sampling import Samples, select
+from core.gmail.values import RunReport
 from core.memory import document as ops
-from core.memory.model import EMAIL_STYLE_LABEL, MemoryDocument, Origin
+from core.memory.values import EMAIL_STYLE_LABEL, MemoryDocument, Origin
 from core.ports import Changed, GmailConnections, GoogleAccounts, MailSource, MemoryRepository, Owners
 from core.structured import Answer
 
@@ -74,7 +74,7 @@ def save_style(doc: MemoryDocument, text: str, now: datetime) -> Changed[Saved]:
     return Changed(ops.replace(doc, replace(entry, created_at=current.created_at), (STYLE_PATH,), now), Saved(True))
 
 
-def _prompt(samples: Samples, refused: str | None) -> list[Message]:
+def _prompt(samples: Samples, refused: str | None) -> list[ChatMessage]:
     payload: dict[str, object] = {"sent_emails": list(samples.texts)}
     if refused is not None:  # the kind of slip only: the refused text is not sent back either
         payload["previous_answer_refused_because"] = check.WHY[refused]

@@ -1,4 +1,4 @@
-"""What a channel does with ``Handled`` after it acknowledged the message: written once for every channel.
+"""What a channel does with ``FrontDoorResult`` after it acknowledged the message: written once for every channel.
 
 A command's answer is sent, and a digest (which may wait for the memory model) computed and
 sent, each from a task of its own so the webhook answers at once; the channel only says how
@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
-from core.inbox.front import Handled
+from core.inbox.front import FrontDoorResult
 
 log = logging.getLogger("nod.inbox")
 Address = TypeVar("Address")
@@ -31,7 +31,7 @@ class Answering(Generic[Address]):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def follow_up(self, handled: Handled, to: Address) -> None:
+    def follow_up(self, handled: FrontDoorResult, to: Address) -> None:
         if handled.answer:
             self.spawn(self._send(to, handled.answer))
         if handled.later is not None:

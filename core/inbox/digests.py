@@ -18,8 +18,8 @@ from core.agent.spending import Spending
 from core.errors import ConfigError, ModelError
 from core.evidence.selection import bounded_input
 from core.memory.digest import context_digest, memory_digest
-from core.memory.model import MemoryDocument
 from core.memory.render import index_lines, skill_lines
+from core.memory.values import MemoryDocument
 from core.owner import Owner
 from core.ports import MemoryRepository
 from core.structured import Answer

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 from core.agent.conductor import Conductor
-from core.attachments.model import refusal as media_refusal
+from core.attachments.media import refusal as media_refusal
 from core.clock import Clock
 from core.inbox.commands import OwnerCommands, command_argument, command_name
 from core.inbox.gate import Gate
@@ -27,7 +27,7 @@ SLOW_COMMANDS = ("memory", "context")  # digests: a model call; nothing else wai
 
 
 @dataclass(frozen=True)
-class Handled:
+class FrontDoorResult:
     answer: str | None = None  # to send right away: a command's answer or a refusal
     owner: Owner | None = None
     turn_started: bool = False
@@ -49,40 +49,40 @@ class FrontDoor:
         """The owner behind ``sender``, or None for a stranger (nothing is stored either way)."""
         return await self._gate.owner_for(sender, None, sign_up=False)
 
-    async def handle(self, incoming: Inbound, owner: Owner | None = None) -> Handled:
+    async def handle(self, incoming: Inbound, owner: Owner | None = None) -> FrontDoorResult:
         """Take in what a sender wrote; ``owner`` when the channel already knows (the terminal)."""
         sender = incoming.sender
         owner = owner or await self._gate.owner_for(sender, incoming.display_name)
         if owner is None:
-            return Handled(self._gate.refusal(sender))
+            return FrontDoorResult(self._gate.refusal(sender))
         if incoming.edited:  # new words for a stored message: its turn restarts while it awaits, else nothing
             restarted = await self._conductor.edit(owner, incoming)
-            return Handled(owner=owner, turn_started=restarted is not None)
+            return FrontDoorResult(owner=owner, turn_started=restarted is not None)
         name = None if incoming.card_title or incoming.forwarded else command_name(incoming.text)
         if name is not None:
             if incoming.external_id and not await self._receipts.first(
                     owner.id, sender.channel, incoming.external_id, f"command:{name}", self._clock.now()):
                 log.info("command_redelivered owner=%s name=%s channel=%s", owner.id, name, sender.channel)
-                return Handled(owner=owner)
+                return FrontDoorResult(owner=owner)
             log.info("command owner=%s name=%s channel=%s", owner.id, name, sender.channel)
             if name in SLOW_COMMANDS:
-                return Handled(owner=owner, later=lambda: self._commands.run(owner, name))
-            return Handled(await self._commands.run(owner, name, command_argument(incoming.text)), owner)
+                return FrontDoorResult(owner=owner, later=lambda: self._commands.run(owner, name))
+            return FrontDoorResult(await self._commands.run(owner, name, command_argument(incoming.text)), owner)
         if incoming.voice is not None:
             refused = refusal(incoming.voice, self._conductor.can_listen)
             if refused is not None:
                 log.info("voice_refused owner=%s channel=%s", owner.id, sender.channel)
                 kept = await self._conductor.keep(owner, incoming)
-                return Handled(refused if kept else None, owner)  # a redelivery is not answered twice
+                return FrontDoorResult(refused if kept else None, owner)  # a redelivery is not answered twice
         if incoming.media is not None and incoming.attachment:  # a file with no words: no turn when it cannot be read
             refused = media_refusal(incoming.media, self._conductor.sees_images, with_words=False)
             if refused is not None:
                 log.info("attachment_refused owner=%s channel=%s", owner.id, sender.channel)
                 kept = await self._conductor.keep(owner, incoming)
-                return Handled(refused if kept else None, owner)
+                return FrontDoorResult(refused if kept else None, owner)
         stored = await self._conductor.receive(owner, incoming)
         told = await self._notices(owner) if stored is not None else None
-        return Handled(told, owner, stored is not None)
+        return FrontDoorResult(told, owner, stored is not None)
 
     async def group(self, channel: str, chat_id: str) -> str | None:
         """The one sentence for a group that addressed Nod, the first time only; nothing of the group's is stored

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import MemoryFull, MemoryLimitError
 from core.memory import document as ops
-from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin
 from core.memory.quotes import quote_matches
+from core.memory.values import ArchiveReason, Evidence, MemoryDocument, Origin
 from core.saving.grounding import Source, find_ungrounded
 from core.saving.notes import KINDS
 from core.secrets import find_secret

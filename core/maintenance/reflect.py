@@ -19,8 +19,8 @@ from core.agent.gateway import Gateway
 from core.clock import Clock, model_time
 from core.errors import ConfigError, ModelError
 from core.maintenance.operations import Applied, Reflection, apply_operations
-from core.memory.model import MemoryDocument
 from core.memory.render import index_lines
+from core.memory.values import MemoryDocument
 from core.message import StoredMessage
 from core.owner import Owner
 from core.ports import Changed, MemoryRepository, Messages

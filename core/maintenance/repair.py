@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from core.memory import document as ops
-from core.memory.model import ArchiveReason, Entry, MemoryDocument, Origin, Status
+from core.memory.values import ArchiveReason, Entry, MemoryDocument, Origin, Status
 from core.text import fact_key
 
 STALE_AFTER = timedelta(days=60)

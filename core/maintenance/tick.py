@@ -17,7 +17,7 @@ from core.clock import Clock
 from core.gmail.runs import StyleRuns
 from core.maintenance.reflect import Reflector, ReflectReport
 from core.maintenance.repair import repair
-from core.memory.model import MemoryDocument
+from core.memory.values import MemoryDocument
 from core.owner import Owner
 from core.ports import Changed, MemoryRepository, OwnerLocks, Owners
 

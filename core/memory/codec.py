@@ -11,7 +11,7 @@ from datetime import date, datetime
 from typing import Any
 
 from core.errors import StorageError
-from core.memory.model import (
+from core.memory.values import (
     ArchivedRecord,
     ArchiveReason,
     Entry,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core.memory.model import AREAS, MemoryDocument
 from core.memory.render import index_lines, render_index
+from core.memory.values import AREAS, MemoryDocument
 
 DIGEST_LINES = 20
 

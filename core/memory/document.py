@@ -14,7 +14,7 @@ from datetime import date, datetime
 from core.errors import AlreadyExists, MemoryFull, NotFound
 from core.memory import limits
 from core.memory.codec import encode, to_json
-from core.memory.model import (
+from core.memory.values import (
     ArchivedRecord,
     ArchiveReason,
     Entry,

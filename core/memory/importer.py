@@ -16,7 +16,7 @@ from datetime import date, datetime
 from core.errors import MemoryLimitError
 from core.memory import document as ops
 from core.memory.limits import MAX_SLUG, MAX_TEXT
-from core.memory.model import ARCHIVED_LABEL, AREA_TITLES, AREAS, MemoryDocument, Origin
+from core.memory.values import ARCHIVED_LABEL, AREA_TITLES, AREAS, MemoryDocument, Origin
 from core.secrets import find_secret
 from core.text import fact_key
 

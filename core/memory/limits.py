@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from core.errors import MemoryLimitError
-from core.memory.model import AREAS
+from core.memory.values import AREAS
 from core.text import storable
 
 MAX_TEXT = 4_000

@@ -15,7 +15,7 @@ from typing import Any
 from core.errors import InvalidInput, MemoryLimitError
 from core.memory import limits
 from core.memory.codec import encoded_size, from_json, to_json
-from core.memory.model import Entry, MemoryDocument
+from core.memory.values import Entry, MemoryDocument
 from core.owner import Owner, OwnerSettings, check_time_zone
 from core.schedules.model import MAX_ACTIVE, MAX_TEXT_CHARS, Schedule, parse_rule
 from core.secrets import refuse_secrets

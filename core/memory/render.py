@@ -7,7 +7,7 @@ owner downloads: grouped by area, statuses shown by their labels.
 
 from __future__ import annotations
 
-from core.memory.model import (
+from core.memory.values import (
     ARCHIVED_LABEL,
     AREA_TITLES,
     AREAS,

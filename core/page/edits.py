@@ -21,7 +21,7 @@ from core.clock import Clock
 from core.errors import AlreadyExists, EditedElsewhere, InvalidInput, MemoryLimitError, NotFound
 from core.memory import document as ops
 from core.memory.importer import Candidate, ImportResult, import_candidates, preview
-from core.memory.model import AREAS, MemoryDocument, Origin, Skill
+from core.memory.values import AREAS, MemoryDocument, Origin, Skill
 from core.owner import Owner
 from core.page.view import entry_view, etag
 from core.ports import Changed, MemoryRepository, Owners

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.memory.model import AREAS, Status
+from core.memory.values import AREAS, Status
 
 STATUSES = tuple(s.value for s in Status)
 

@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from core.memory.codec import encoded_size, entry_to_json, skill_to_json
-from core.memory.model import ARCHIVED_LABEL, AREA_TITLES, AREAS, ArchivedRecord, Entry, MemoryDocument, Skill
 from core.memory.render import label_of
+from core.memory.values import ARCHIVED_LABEL, AREA_TITLES, AREAS, ArchivedRecord, Entry, MemoryDocument, Skill
 from core.message import Role, StoredMessage
 from core.owner import Owner
 from core.page.find import haystack

@@ -13,7 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from core.memory.limits import MAX_DOCUMENT_BYTES
-from core.memory.model import AREA_TITLES, ArchivedRecord, ArchiveReason, MemoryDocument
+from core.memory.values import AREA_TITLES, ArchivedRecord, ArchiveReason, MemoryDocument
 from core.skills.learned import MAX_SKILLS
 
 WARN_AT = 0.8  # the meter warns from 80 % of the document, or 36 of 40 skills

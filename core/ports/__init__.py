@@ -3,7 +3,7 @@
 The use cases are written against these and never import an I/O library; ``adapters`` implement
 them, ``bot.wiring`` plugs them in, and the rules' tests run on in-memory fakes
 (``tests/fakes/ports.py``) that ``tests/contract`` proves behave as the real stores do. The
-values they carry live beside their rules (``core.message``, ``core.owner``, ``core.memory.model``…).
+values they carry live beside their rules (``core.message``, ``core.owner``, ``core.memory.values``…).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from types import TracebackType
 from typing import Generic, Protocol, TypeVar
 
 from core.agent.usage import PurposeTotal, UsageRecord
-from core.gmail.model import Connection, PendingConsent, RunReport
-from core.memory.model import MemoryDocument
+from core.gmail.values import Connection, PendingConsent, RunReport
+from core.memory.values import MemoryDocument
 from core.message import Appended, Edited, Message, Owed, Role, StoredMessage
 from core.owner import Identity, Owner, OwnerSettings
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from core.agent.model import ChatReply, ChatRequest
-from core.attachments.model import MediaRef
-from core.gmail.model import Consent, Grant, MailMessage
+from core.agent.chat import ChatReply, ChatRequest
+from core.attachments.media import MediaRef
+from core.gmail.values import Consent, Grant, MailMessage
 from core.message import VoiceNote
 from core.owner import Identity, Owner
 from core.replies import Reply

@@ -15,8 +15,8 @@ from typing import Any
 from core.agent.gateway import Gateway
 from core.agent.turn_context import TurnContext, TurnOrigin
 from core.memory import document as ops
-from core.memory.model import MemoryDocument
 from core.memory.quotes import normalized
+from core.memory.values import MemoryDocument
 from core.ports import MemoryRepository, Messages, Owners
 from core.saving.trust import owner_asks
 from core.text import stems

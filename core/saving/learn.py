@@ -19,8 +19,8 @@ from core.clock import Clock, model_time
 from core.errors import ConfigError, InvalidInput, ModelError, UnreadableAnswer
 from core.history.cursor import MAX_ID
 from core.memory import document as ops
-from core.memory.model import MemoryDocument, Origin
 from core.memory.render import index_lines
+from core.memory.values import MemoryDocument, Origin
 from core.message import Role, StoredMessage
 from core.ports import Changed, MemoryRepository, Messages
 from core.saving.grounding import Source

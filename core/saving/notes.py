@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from core.errors import MemoryLimitError
 from core.memory import document as ops
 from core.memory.limits import MAX_QUOTE, split_path
-from core.memory.model import Entry, Evidence, Origin
 from core.memory.quotes import quote_matches
+from core.memory.values import Entry, Evidence, Origin
 from core.saving.grounding import Source, describe, find_ungrounded
 from core.secrets import find_secret
 

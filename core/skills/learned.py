@@ -20,7 +20,7 @@ from core.agent.gateway import Gateway
 from core.agent.turn_context import TurnContext, TurnOrigin
 from core.clock import Clock
 from core.errors import ConfigError, MemoryLimitError, ModelError
-from core.memory.model import MemoryDocument, Skill
+from core.memory.values import MemoryDocument, Skill
 from core.ports import Changed, MemoryRepository
 from core.secrets import find_secret
 from core.skills.guides import guide, guides

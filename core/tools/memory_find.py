@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from core.agent.turn_context import TurnContext
-from core.memory.reading import memory_find
+from core.memory.lookup import memory_find
 from core.structured import Arguments
 from core.tools.tool import Access, Tool, ToolResult
 

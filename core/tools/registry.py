@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from core.agent.model import ToolCall, ToolSpec
+from core.agent.chat import ToolCall, ToolSpec
 from core.agent.spending import Capacity
 from core.agent.turn_context import TurnContext, TurnOrigin, TurnState
 from core.errors import NodError

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar, Generic, TypeVar
 
-from core.agent.model import ToolSpec
+from core.agent.chat import ToolSpec
 from core.agent.turn_context import TurnContext
 from core.structured import Arguments, parse_arguments, strict_schema
 from core.tools.services import ToolServices

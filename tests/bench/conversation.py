@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from core.clock import FixedClock
-from core.memory.model import MemoryDocument
+from core.memory.values import MemoryDocument
 from core.owner import Identity
 from tests.bench.on_server import Session, Target, session
 

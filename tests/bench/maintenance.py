@@ -16,11 +16,11 @@ from pathlib import Path
 from adapters.storage.locks import DatabaseLocks
 from bot.settings import Settings
 from bot.wiring import build_gateway, services
-from core.agent.model import ChatReply, ChatRequest
+from core.agent.chat import ChatReply, ChatRequest
 from core.maintenance.reflect import Reflector
 from core.maintenance.repair import repair
 from core.maintenance.tick import MaintenanceJob
-from core.memory.model import MemoryDocument, Origin
+from core.memory.values import MemoryDocument, Origin
 from core.message import Message, Role
 from tests.bench.storage import full_document
 

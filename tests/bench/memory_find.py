@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.memory import document as ops
-from core.memory.model import MemoryDocument, Origin
-from core.memory.reading import memory_find
+from core.memory.lookup import memory_find
+from core.memory.values import MemoryDocument, Origin
 from core.text import STOP_WORDS, words
 from tests.bench.retrieval import CATEGORIES, DATA, SPLITS
 

@@ -18,7 +18,7 @@ from core.clock import SystemClock
 from core.memory import document as ops
 from core.memory.codec import encode, encoded_size
 from core.memory.limits import MAX_DOCUMENT_BYTES
-from core.memory.model import Evidence, MemoryDocument, Origin
+from core.memory.values import Evidence, MemoryDocument, Origin
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from bot.settings import Settings
 from bot.wiring import build_gateway, services
+from core.agent.chat import ChatReply, ChatRequest, ToolCall
 from core.agent.conductor import Conductor
-from core.agent.model import ChatReply, ChatRequest, ToolCall
 from core.message import Inbound, Message, Role
 from core.owner import Identity, Owner
 from core.replies import Reply

@@ -19,11 +19,11 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.storage.database import create_engine
-from adapters.storage.fulltext import FullText
+from adapters.storage.database_keys import DatabaseKeys
+from adapters.storage.keyword_matcher import KeywordMatcher
 from adapters.storage.locks import DatabaseLocks
 from adapters.storage.memory_store import MemoryStore
 from adapters.storage.message_store import MessageStore
-from adapters.storage.meta import MetaKeys
 from adapters.storage.objects import ObjectStore
 from adapters.storage.owner_store import OwnerStore
 from adapters.storage.unit_of_work import SqlUnitOfWork
@@ -68,7 +68,7 @@ def _stores(kind: str, engine: AsyncEngine) -> Ports:
     clock = FixedClock(NOW)
     messages = MessageStore(engine, clock)
     return Ports(kind, messages, MemoryStore(ObjectStore(engine), clock), OwnerStore(engine),
-                 UsageStore(engine), MetaKeys(engine), FullText(engine), DatabaseLocks(engine),
+                 UsageStore(engine), DatabaseKeys(engine), KeywordMatcher(engine), DatabaseLocks(engine),
                  SqlUnitOfWork(engine, messages), clock, lambda: _stores(kind, engine))
 
 

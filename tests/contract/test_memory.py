@@ -13,7 +13,7 @@ from core.errors import AlreadyExists, MemoryFull
 from core.memory import document as ops
 from core.memory.codec import encode
 from core.memory.limits import MAX_DOCUMENT_BYTES
-from core.memory.model import ArchivedRecord, ArchiveReason, Evidence, Maintenance, MemoryDocument, Origin, Skill
+from core.memory.values import ArchivedRecord, ArchiveReason, Evidence, Maintenance, MemoryDocument, Origin, Skill
 from core.ports import Changed
 from tests.contract.conftest import NOW, Ports
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from core.memory import document as ops
-from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin, Skill
+from core.memory.values import ArchiveReason, Evidence, MemoryDocument, Origin, Skill
 from core.message import Message, Role
 from tests.integration.harness import START
 from tests.integration.page_harness import PageSite

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from core.memory import document as ops
-from core.memory.model import ArchiveReason, Evidence, Origin
+from core.memory.values import ArchiveReason, Evidence, Origin
 from core.message import Message, Role
 from tests.e2e.browser_kit import PHONE, open_page, shots, stays, still_here
 from tests.fakes.google_server import mail

@@ -135,7 +135,7 @@ async def test_the_capacity_meter_counts_bytes_notes_and_skills_and_warns_before
     assert await page.locator("#capacity .warn").count() == 0
 
     from core.memory import document as ops
-    from core.memory.model import Origin
+    from core.memory.values import Origin
     from tests.integration.harness import START
 
     def filling(doc: Any) -> Any:  # notes of 3,900 characters up to 85 % of the document

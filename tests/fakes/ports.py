@@ -17,13 +17,13 @@ from datetime import datetime
 from types import TracebackType
 from typing import TypeVar
 
-from core.agent.model import ChatReply, ChatRequest
+from core.agent.chat import ChatReply, ChatRequest
 from core.agent.usage import PurposeTotal, UsageRecord
 from core.errors import AlreadyExists, InvalidInput, ModelError, NotFound, StorageError
 from core.history.scope import Hit, Scope
 from core.memory.codec import decode
 from core.memory.document import fit_and_encode
-from core.memory.model import MemoryDocument
+from core.memory.values import MemoryDocument
 from core.message import StoredMessage
 from core.owner import Identity, Owner, OwnerSettings, check_time_zone
 from core.ports import Changed, Saved, VersionedDocument

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from core.gmail.link import GmailLink
-from core.gmail.model import CALLBACK_PATH, RunReport
+from core.gmail.values import CALLBACK_PATH, RunReport
 from tests.fakes.google_server import CLIENT_ID, CLIENT_SECRET, FakeGoogleServer
 from tests.fakes.model_server import FakeModelServer
 from tests.integration.page_harness import PageClient, PageSite, make_page_site

@@ -24,7 +24,7 @@ from core.clock import FixedClock
 from core.errors import ModelTimeout, UnreadableAnswer
 from core.inbox.digests import Digest
 from core.memory import document as ops
-from core.memory.model import Evidence, Origin
+from core.memory.values import Evidence, Origin
 from core.message import Inbound, Message, Role
 from core.owner import Identity
 from core.structured import strict_schema

@@ -22,7 +22,7 @@ from sqlalchemy import text as sql_text
 
 from adapters.storage.message_edits import previous_versions
 from adapters.storage.schema import messages as messages_table
-from core.attachments.model import (
+from core.attachments.media import (
     IMAGE_TOO_BIG,
     MAX_DOCUMENT_CHARS,
     NO_VISION,
@@ -31,7 +31,7 @@ from core.attachments.model import (
 )
 from core.history.scope import Scope
 from core.memory import document as ops
-from core.memory.model import Evidence, Origin
+from core.memory.values import Evidence, Origin
 from core.saving.learn import FILE_NOT_WORDS
 from tests.fakes.files import jpeg, pdf, png_header
 from tests.fakes.loopback import serve

@@ -19,7 +19,7 @@ from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import await_
 
-from adapters.storage import fence
+from adapters.storage import id_horizon
 from adapters.storage.database import create_engine
 from adapters.storage.message_store import MessageStore
 from adapters.storage.migrations import migrate
@@ -467,7 +467,7 @@ def test_only_a_sqlite_file_gets_a_derived_index() -> None:
 
 async def test_on_postgresql_a_message_committed_after_a_newer_one_is_never_passed_by(
         postgres_url: str, tmp_path: Path) -> None:
-    """Ids commit out of order on PostgreSQL: the index waits for the settled horizon (adapters.storage.fence)."""
+    """Ids commit out of order on PostgreSQL: the index waits for the settled horizon (adapters.storage.id_horizon)."""
     engine = create_engine(postgres_url)
     try:
         await migrate(engine)
@@ -481,7 +481,7 @@ async def test_on_postgresql_a_message_committed_after_a_newer_one_is_never_pass
         thread = await store.active_thread(owner.id)
         async with engine.connect() as slow:  # an insert that takes its id now and commits later
             transaction = await slow.begin()
-            await fence.enter(slow)
+            await id_horizon.enter(slow)
             late = (await slow.execute(insert(messages).values(
                 owner_id=owner.id, thread_id=thread, role="owner", text="The late ferry back", channel="t",
                 sent_at=T0 + timedelta(minutes=2), card_title=False, attachment=False, forwarded=False, secret=False,

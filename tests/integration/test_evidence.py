@@ -6,10 +6,10 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from core.agent.context import CONTEXT_CLOSE
+from core.agent.prompt import CONTEXT_CLOSE
 from core.agent.turn_context import TurnOrigin
 from core.memory import document as ops
-from core.memory.model import Evidence, Origin
+from core.memory.values import Evidence, Origin
 from core.message import Message, Role
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness

@@ -21,11 +21,11 @@ from sqlalchemy import select, text
 
 from adapters.storage.schema import gmail_connections
 from bot import cli_gmail
-from core.gmail.model import SCOPE
 from core.gmail.style import STYLE_PATH
+from core.gmail.values import SCOPE
 from core.memory import document as ops
-from core.memory.model import EMAIL_STYLE_LABEL, ArchiveReason, Origin, Status
 from core.memory.render import render_index
+from core.memory.values import EMAIL_STYLE_LABEL, ArchiveReason, Origin, Status
 from tests.fakes.google_server import CLIENT_ID, FakeGoogleServer, mail
 from tests.fakes.model_server import FakeModelServer, structured
 from tests.integration.gmail_harness import GmailSite, make_gmail_site, query_of

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapters.storage.gmail_store import GmailStore
 from adapters.storage.owner_store import OwnerStore
-from core.gmail.model import PendingConsent, RunReport
+from core.gmail.values import PendingConsent, RunReport
 
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 

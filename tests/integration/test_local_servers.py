@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from core.agent.budgets import AGENT_MAX_TOKENS, REASONING_ALLOWANCE
-from core.agent.context import CONTEXT_CLOSE, CONTEXT_OPEN
+from core.agent.prompt import CONTEXT_CLOSE, CONTEXT_OPEN
 from core.inbox.digests import Digest
 from core.memory import document as ops
-from core.memory.model import Evidence, Origin
+from core.memory.values import Evidence, Origin
 from core.structured import Answer as AnswerKind
 from tests.fakes.model_server import Answer, FakeModelServer, purpose_of, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness

@@ -18,7 +18,7 @@ from bot.settings import Settings
 from bot.wiring import services
 from core.clock import FixedClock
 from core.maintenance.reflect import Reflector
-from core.memory.model import MemoryDocument
+from core.memory.values import MemoryDocument
 from core.message import Message, Role
 from tests.conftest import POSTGRES_URL, drop_postgres_database, fresh_postgres_url
 from tests.fakes.model_server import Answer, FakeModelServer, structured, text

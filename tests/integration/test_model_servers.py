@@ -21,7 +21,7 @@ from core.agent.turn import CUT_NOTE
 from core.agent.usage import render_usage
 from core.inbox.digests import Digest
 from core.memory import document as ops
-from core.memory.model import Evidence, Origin
+from core.memory.values import Evidence, Origin
 from core.message import Message, Role
 from tests.fakes.model_server import Answer, FakeModelServer, purpose_of, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, START, Harness, make_harness

@@ -16,7 +16,7 @@ from adapters.storage.owner_store import OwnerStore
 from core.clock import FixedClock
 from core.errors import AlreadyExists, NotFound
 from core.memory import document as ops
-from core.memory.model import Origin
+from core.memory.values import Origin
 from core.message import Message, Role
 from core.owner import Identity
 

@@ -13,7 +13,7 @@ import pytest
 
 from bot.cli_data import memory_show
 from core.memory import document as ops
-from core.memory.model import Evidence, Origin, Skill
+from core.memory.values import Evidence, Origin, Skill
 from core.message import Inbound, Message, Role
 from core.owner import Identity
 from core.secrets import find_secret

@@ -13,7 +13,7 @@ import pytest
 
 from core.memory import document as ops
 from core.memory import transfer
-from core.memory.model import Origin
+from core.memory.values import Origin
 from tests.fakes.model_server import FakeModelServer
 from tests.integration.harness import START
 from tests.integration.page_harness import PageClient, PageSite, make_page_site

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from core.agent.model import ToolCall
+from core.agent.chat import ToolCall
 from core.agent.turn_context import TurnOrigin
 from core.message import Inbound, Message, Role
 from core.owner import Identity

@@ -371,7 +371,7 @@ async def test_a_slow_task_holds_up_no_other_reminder(nod: Harness, server: Fake
 async def test_a_tasks_output_is_reply_checked(nod: Harness,
                                                 server: FakeModelServer) -> None:
     from core.memory import document as ops
-    from core.memory.model import Origin
+    from core.memory.values import Origin
     from tests.integration.test_evidence import rank, select
 
     await nod.svc.owners.link(nod.owner.id, MAYA)

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.memory.model import Skill
+from core.memory.values import Skill
 from tests.fakes.model_server import FakeModelServer, structured, text, tool
 from tests.integration.harness import AGENT, MEMORY, Harness, make_harness
 

@@ -26,7 +26,7 @@ from adapters.storage.owner_store import OwnerStore
 from core.clock import FixedClock, SystemClock
 from core.errors import AlreadyExists, InvalidInput, NotFound, StaleWrite
 from core.memory import document as ops
-from core.memory.model import Origin
+from core.memory.values import Origin
 from core.message import Message, Role
 from core.owner import Identity
 
@@ -117,7 +117,7 @@ def test_writers_in_separate_processes_all_land(tmp_path: Path) -> None:
         from datetime import datetime, timezone
         from core.clock import SystemClock
         from core.memory import document as ops
-        from core.memory.model import Origin
+        from core.memory.values import Origin
         from adapters.storage.database import create_engine, for_reads, writing
         from adapters.storage.memory_store import MemoryStore
         from adapters.storage.migrations import migrate

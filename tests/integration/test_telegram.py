@@ -316,7 +316,7 @@ async def test_one_conversation_across_channels_and_a_blocked_bot_falls_back_to_
 
 def _with_sister(live: Live):  # type: ignore[no-untyped-def]
     from core.memory import document as ops
-    from core.memory.model import Origin
+    from core.memory.values import Origin
 
     def change(doc):  # type: ignore[no-untyped-def]
         entry = ops.make_entry("people/sister", "Sister: Ana", origin=Origin.STATED, now=live.nod.svc.clock.now())

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from core.agent.budgets import AGENT_MAX_TOKENS, scaled
-from core.agent.model import ToolCall
+from core.agent.chat import ToolCall
 from core.errors import AnswerCut, UnreadableAnswer
-from core.evidence import check, selection
+from core.evidence import reply_check, selection
 from core.gmail import style
 from core.gmail.sampling import Samples
 from core.inbox import digests
@@ -28,7 +28,7 @@ from core.inbox.digests import Digest, Digests
 from core.maintenance import reflect
 from core.maintenance.operations import Reflection
 from core.memory import document as ops
-from core.memory.model import Evidence, Origin
+from core.memory.values import Evidence, Origin
 from core.message import Message, Role
 from core.saving import learn, trust
 from core.skills import learned
@@ -143,7 +143,7 @@ def _purposes(older: int) -> list[tuple[type[Answer], list[dict[str, Any]]]]:
         (selection.EvidenceRanking, [{"role": "system", "content": selection.RANK}, {"role": "user", "content": json.dumps(
             {"request": "Where does my sister live?", "notes": [{"path": "people/sister-seeded", "text": "Sister: Ana"}],
              "messages": [{"id": older, "sent_at": "2026-11-03T09:00", "role": "owner", "text": "My sister Ana moved to Porto"}]})}]),
-        (check.ReplyVerdict, [{"role": "system", "content": check.INSTRUCTIONS}, {"role": "user", "content": json.dumps(
+        (reply_check.ReplyVerdict, [{"role": "system", "content": reply_check.INSTRUCTIONS}, {"role": "user", "content": json.dumps(
             {"request": "Where does my sister live?", "draft": "Your sister Ana lives in Porto.", "saved_notes": notes,
              "evidence": "people/sister-seeded (Confirmed): Sister: Ana, lives in Porto", "reads": [], "reads_omitted": 0})}]),
         (learn.LearnedNotes, [{"role": "system", "content": learn.INSTRUCTIONS}, {"role": "user", "content": json.dumps(

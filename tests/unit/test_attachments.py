@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.agent.context import merged
+from core.agent.prompt import merged
 from core.attachments.documents import attachment_block, extracted, readable
 from core.attachments.images import prepared
-from core.attachments.model import (
+from core.attachments.media import (
     DOCUMENT_TOO_BIG,
     IMAGE_TOO_BIG,
     MAX_DOCUMENT_CHARS,

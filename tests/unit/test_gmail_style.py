@@ -15,12 +15,12 @@ from adapters.web.app import PathOnlyAccessLog
 from core.errors import MailAccessLost
 from core.gmail.check import MAX_STYLE_CHARS, refusal, sampled_names
 from core.gmail.cipher import TokenCipher
-from core.gmail.model import MailMessage
 from core.gmail.sampling import Samples, is_automated, is_forwarded, own_words, select
 from core.gmail.style import STYLE_PATH, save_style
+from core.gmail.values import MailMessage
 from core.memory import document as ops
-from core.memory.model import EMAIL_STYLE_LABEL, MemoryDocument, Origin, Status
 from core.memory.render import label_of, render_export
+from core.memory.values import EMAIL_STYLE_LABEL, MemoryDocument, Origin, Status
 
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 

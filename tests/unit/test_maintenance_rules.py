@@ -14,14 +14,14 @@ from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from core.agent.model import ChatReply
+from core.agent.chat import ChatReply
 from core.agent.usage import UsageRecord
 from core.maintenance.reflect import Reflector
 from core.maintenance.tick import MaintenanceJob, next_tick
 from core.memory import document as ops
 from core.memory.codec import encoded_size
 from core.memory.limits import MAX_DOCUMENT_BYTES
-from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin, Status
+from core.memory.values import ArchiveReason, Evidence, MemoryDocument, Origin, Status
 from core.message import Message, Role
 from tests.fakes.ports import MemoryLocks, QueueModel
 from tests.unit.world import START, World, make_world

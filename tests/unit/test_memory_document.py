@@ -11,7 +11,8 @@ from core.errors import AlreadyExists, MemoryFull, MemoryLimitError, NotFound
 from core.memory import document as ops
 from core.memory.codec import decode, encode, encoded_size, to_json
 from core.memory.limits import MAX_DOCUMENT_BYTES
-from core.memory.model import (
+from core.memory.render import index_lines, render_export, render_index
+from core.memory.values import (
     STATUS_LABELS,
     ArchiveReason,
     Evidence,
@@ -19,7 +20,6 @@ from core.memory.model import (
     Origin,
     Status,
 )
-from core.memory.render import index_lines, render_export, render_index
 
 NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
 

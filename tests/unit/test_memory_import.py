@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from core.memory import document as ops
 from core.memory.importer import import_answer
-from core.memory.model import MemoryDocument, Origin, Status
+from core.memory.values import MemoryDocument, Origin, Status
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -46,8 +46,8 @@ def test_nods_own_markdown_export_reads_back_as_exactly_its_notes() -> None:
     lines, "Summary:" and "Expires:" lines as notes, archived notes back as Confirmed."""
     from datetime import date
 
-    from core.memory.model import ArchiveReason, Evidence
     from core.memory.render import render_export
+    from core.memory.values import ArchiveReason, Evidence
 
     doc = MemoryDocument()
     for note in (

@@ -12,7 +12,7 @@ from core.errors import InvalidInput, MemoryLimitError, SecretRefused
 from core.memory import document as ops
 from core.memory import portable
 from core.memory.codec import encode
-from core.memory.model import ArchiveReason, Evidence, Maintenance, MemoryDocument, Origin, Skill, Status
+from core.memory.values import ArchiveReason, Evidence, Maintenance, MemoryDocument, Origin, Skill, Status
 from core.owner import Owner, OwnerSettings
 
 NOW = datetime(2026, 11, 2, 13, 55, tzinfo=UTC)

@@ -15,9 +15,9 @@ import pytest
 
 from core.errors import InvalidInput, NotFound
 from core.memory import document as ops
-from core.memory.model import Evidence, MemoryDocument, Origin
-from core.memory.reading import memory_find, memory_read
+from core.memory.lookup import memory_find, memory_read
 from core.memory.render import render_index
+from core.memory.values import Evidence, MemoryDocument, Origin
 from core.message import Message, Role
 from tests.fakes.messages import MemoryMessages
 from tests.fakes.ports import MemoryOwners

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.attachments.model import MediaKind, MediaRef
+from core.attachments.media import MediaKind, MediaRef
 from core.errors import InvalidInput
 from core.message import Message, Role, StoredMessage
 

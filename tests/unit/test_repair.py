@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from core.maintenance.repair import repair
 from core.memory import document as ops
-from core.memory.model import ArchiveReason, Evidence, MemoryDocument, Origin, Status
+from core.memory.values import ArchiveReason, Evidence, MemoryDocument, Origin, Status
 
 NOW = datetime(2026, 6, 1, 7, 7, tzinfo=UTC)
 OLD = NOW - timedelta(days=61)

@@ -7,8 +7,8 @@ import pytest
 from adapters.local.chat import PLAIN
 from adapters.telegram.sink import TELEGRAM_LIMIT
 from adapters.whatsapp.sink import WHATSAPP_LIMIT
+from core.markdown.parsing import read
 from core.markdown.pieces import verbatim
-from core.markdown.reading import read
 from core.markdown.splitting import split
 from core.replies import Reply, choice_lines
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from core.agent.model import ChatReply, ToolCall
+from core.agent.chat import ChatReply, ToolCall
 from core.agent.turn_context import TurnOrigin
 from core.errors import ModelError, ModelUnavailable
 from core.message import Message, Role

@@ -12,9 +12,9 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from core.agent.model import ChatReply, ToolCall
+from core.agent.chat import ChatReply, ToolCall
 from core.agent.turn_context import TurnOrigin
-from core.memory.model import MemoryDocument, Skill
+from core.memory.values import MemoryDocument, Skill
 from core.message import Message, Role
 from core.skills.learned import MAX_SKILLS
 from tests.fakes.ports import QueueModel

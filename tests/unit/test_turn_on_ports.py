@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass
 from datetime import timedelta
 
-from core.agent.model import ChatReply, ChatRequest, ToolCall
+from core.agent.chat import ChatReply, ChatRequest, ToolCall
 from core.agent.turn_context import TurnOrigin, begin
 from core.memory import document as ops
-from core.memory.model import Origin
+from core.memory.values import Origin
 from core.message import Message, Role
 from tests.fakes.messages import MemoryMessages
 from tests.fakes.ports import QueueModel

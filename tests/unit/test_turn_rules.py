@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from core.agent.chat import ChatReply, ChatRequest, ToolCall
 from core.agent.conductor import Conductor
-from core.agent.model import ChatReply, ChatRequest, ToolCall
 from core.agent.turn import NO_MODEL
 from core.agent.usage import UsageRecord
-from core.memory.model import Skill
+from core.memory.values import Skill
 from core.message import Inbound
 from core.owner import Identity
 from tests.fakes.ports import QueueModel

@@ -18,7 +18,7 @@ from core.agent.turn import TurnDeps
 from core.agent.turn_context import TurnContext, TurnOrigin, begin
 from core.agent.usage import PriceTable
 from core.clock import FixedClock
-from core.evidence.check import ReplyChecker
+from core.evidence.reply_check import ReplyChecker
 from core.evidence.selection import Selector
 from core.history.search import HistorySearch
 from core.message import Inbound, StoredMessage

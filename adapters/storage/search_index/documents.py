@@ -26,7 +26,7 @@ from typing import Any
 
 import tantivy
 
-from adapters.storage.fulltext import FREQUENCY_CAP
+from adapters.storage.keyword_matcher import FREQUENCY_CAP
 from core.history.ranking import shape_of
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope, Shape
 from core.text import stem, words
@@ -205,7 +205,7 @@ def top_hits(searcher: Any, query: Any, wanted: int, field: str | None,
 def frequencies_of(searcher: Any, thread_id: int, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
     """The thread's indexed documents and each stem's document frequency among them, text or
     context: as in SQL, capped, a message holding it in both fields counting twice
-    (adapters.storage.fulltext)."""
+    (adapters.storage.keyword_matcher)."""
     counts = {
         s: min(FREQUENCY_CAP, int(searcher.doc_freq("text", scoped(thread_id, s)))
                + int(searcher.doc_freq("context", scoped(thread_id, s))))

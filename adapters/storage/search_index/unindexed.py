@@ -18,7 +18,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
-from adapters.storage.fulltext import FREQUENCY_CAP
+from adapters.storage.keyword_matcher import FREQUENCY_CAP
 from adapters.storage.search_index.documents import micros, stemmed, utc
 from core.history.ranking import shape_of
 from core.history.scope import Hit, Scope, Shape

@@ -1,7 +1,7 @@
 """Writing the derived index: catching up by id, following edits, emptying it for a rebuild, letting go.
 
 One process writes an index (tantivy's writer lock is per directory); elsewhere it is only
-read. Messages are added in id order up to the settled horizon (adapters.storage.fence), a
+read. Messages are added in id order up to the settled horizon (adapters.storage.id_horizon), a
 batch whole or not at all, the watermark moving in the commit's own thread after the
 searcher reloads: no cancelled await or concurrent check sees a mark the searcher lacks.
 Edits are followed by their ``message_versions`` id the same way (docs/search.md). The
@@ -20,7 +20,7 @@ from typing import Any
 import tantivy
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.storage import fence, index_feed
+from adapters.storage import id_horizon, index_feed
 from adapters.storage.search_index.documents import document_of
 from adapters.storage.search_index.index_state import IndexState, guarded
 from adapters.storage.search_index.reader import IndexReader
@@ -68,7 +68,7 @@ class IndexWriter:
     async def catch_up(self) -> None:
         """Index every message up to the settled horizon, batch by batch, stopping between
         batches once closing; then follow the edits."""
-        horizon = await fence.settled(self._engine)
+        horizon = await id_horizon.settled(self._engine)
         if horizon is None:  # inserts in flight: the database answers this time, the next search catches up
             return
         added = 0
@@ -146,7 +146,7 @@ class IndexWriter:
     async def _follow_edits(self) -> None:
         """Remake the documents edits changed since the marker (the caller holds the lock and the writer)."""
         done = self._state.directory.edits()
-        horizon = await fence.settled(self._engine, edits=True)
+        horizon = await id_horizon.settled(self._engine, edits=True)
         if horizon is None or horizon <= done:  # an edit in flight: the next search follows it
             return
         async with self._engine.connect() as conn:

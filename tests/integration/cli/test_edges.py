@@ -153,7 +153,7 @@ def test_nod_skills_list_show_forget_and_memory_show_lists_them(here: Path, cli:
 
     from bot.settings import load_settings
     from bot.wiring import services
-    from core.memory.model import Skill
+    from core.memory.values import Skill
 
     assert cli("owners", "add", "ana").returncode == 0
     at = datetime(2026, 12, 1, tzinfo=UTC)

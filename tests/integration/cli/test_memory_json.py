@@ -128,7 +128,7 @@ class _WrittenMeanwhile(MemoryStore):
         if not self.done:
             self.done = True
             from core.memory import document as ops
-            from core.memory.model import Origin
+            from core.memory.values import Origin
             await super().update(owner_id, lambda d: ops.add_entry(d, ops.make_entry(
                 "about/new", "Saved while importing", origin=Origin.STATED, now=self.now())))
         return read

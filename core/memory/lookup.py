@@ -17,9 +17,9 @@ from zoneinfo import ZoneInfo
 from core.bm25 import scores
 from core.clock import model_time
 from core.errors import InvalidInput, NotFound
-from core.memory.model import AREAS, Entry, MemoryDocument
 from core.memory.quotes import quote_matches
 from core.memory.render import label_of
+from core.memory.values import AREAS, Entry, MemoryDocument
 from core.message import Role
 from core.ports import MessageLookup
 from core.text import query_terms, stem_counts

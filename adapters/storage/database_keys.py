@@ -13,7 +13,7 @@ from adapters.storage.schema import nod_meta
 from core.errors import StorageError
 
 
-class MetaKeys:
+class DatabaseKeys:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._known: dict[str, bytes] = {}

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Message = Mapping[str, Any]  # "content" is a string, or (an owner's message with images) OpenAI's content parts
+ChatMessage = Mapping[str, Any]  # "content" is a string, or (an owner's message with images) OpenAI's content parts
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class ChatReply:
 @dataclass(frozen=True)
 class ChatRequest:
     model: str
-    messages: Sequence[Message]
+    messages: Sequence[ChatMessage]
     tools: Sequence[ToolSpec] = ()
     schema: JsonSchema | None = None
     temperature: float | None = None  # None: the server's default; memory calls ask for a low one

@@ -4,7 +4,7 @@ SQLite answers with FTS5 (``porter unicode61 remove_diacritics 2``) ranked by BM
 PostgreSQL with an accent-folding english ``tsvector`` (the nod_search configuration)
 and a GIN index, ranked by ``ts_rank_cd``. Both index a message's own words and, as a
 second, lower-weighted field, the words of the message just before it (migration 3 writes
-that field as each message arrives). ``FullText`` is the Matcher history_search uses when
+that field as each message arrives). ``KeywordMatcher`` is the Matcher history_search uses when
 the derived index cannot answer, and the conversation port for everything else a search
 reads: periods and related older messages here, the current thread, neighbours and windows in
 adapters.storage.thread_reads. The words are
@@ -251,7 +251,7 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
     return closest(request, found, count, Frequencies(*await frequencies(conn, terms.terms)))
 
 
-class FullText(ThreadReads):
+class KeywordMatcher(ThreadReads):
     """The database's index as a Matcher, with the thread reads of a search (ThreadReads)."""
 
     async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:

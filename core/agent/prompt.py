@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.agent.chat import ChatMessage
 from core.agent.framing import CONTEXT_CLOSE, CONTEXT_OPEN, EVIDENCE_HEADING, MEMORY_HEADING, RELATED_HEADING
-from core.agent.model import Message
-from core.attachments.reading import NONE, Attachments
+from core.attachments.preparing import NONE, Attachments
 from core.clock import model_time
 from core.message import Role, StoredMessage
 from core.owner import Owner
@@ -64,7 +64,7 @@ class TurnInputs:
     recent: Sequence[StoredMessage]  # the window, oldest first, the request excluded
     request: StoredMessage
     packet: str | None = None
-    attachments: Attachments = NONE  # images and documents read for this turn (core.attachments.reading)
+    attachments: Attachments = NONE  # images and documents read for this turn (core.attachments.preparing)
 
 
 def _stamp(message: StoredMessage, owner: Owner) -> str:
@@ -91,7 +91,7 @@ def _as_seen(message: StoredMessage) -> str:
     return message.text
 
 
-def system_message(inputs: TurnInputs) -> Message:
+def system_message(inputs: TurnInputs) -> ChatMessage:
     """The one system message: the same bytes every turn while the memory does not change."""
     parts = [
         INSTRUCTIONS.format(name=inputs.owner.name),
@@ -101,15 +101,15 @@ def system_message(inputs: TurnInputs) -> Message:
     return {"role": "system", "content": "\n\n".join(parts)}
 
 
-def _said(message: StoredMessage) -> Message:
+def _said(message: StoredMessage) -> ChatMessage:
     if message.role is Role.OWNER:
         return {"role": "user", "content": _as_seen(message)}
     return {"role": "assistant", "content": message.text}
 
 
-def _recent(inputs: TurnInputs) -> list[Message]:
+def _recent(inputs: TurnInputs) -> list[ChatMessage]:
     """The window, cut from its oldest end only when it is over ``RECENT_CHARS``."""
-    kept: list[Message] = []
+    kept: list[ChatMessage] = []
     budget = RECENT_CHARS
     for message in reversed(inputs.recent):
         if message.role is Role.TOOL:
@@ -145,9 +145,9 @@ def _joined(first: object, second: object) -> str | list[dict[str, object]]:
     return [{"type": "text", "text": "\n\n".join(texts)}, *(p for p in parts if p.get("type") != "text")]
 
 
-def merged(messages: Sequence[Message]) -> list[Message]:
+def merged(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """Consecutive messages of one role as one."""
-    out: list[Message] = []
+    out: list[ChatMessage] = []
     for message in messages:
         if out and out[-1]["role"] == message["role"] and message["role"] in ("user", "assistant"):
             out[-1] = {**out[-1], "content": _joined(out[-1]["content"], message["content"])}
@@ -156,7 +156,7 @@ def merged(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
-def _request(inputs: TurnInputs) -> Message:
+def _request(inputs: TurnInputs) -> ChatMessage:
     """The final user message: this turn's context, the request, its documents' blocks, then its images."""
     seen = inputs.attachments
     words = "\n\n".join([turn_context_block(inputs), _as_seen(inputs.request), *seen.blocks])
@@ -166,6 +166,6 @@ def _request(inputs: TurnInputs) -> Message:
     return {"role": "user", "content": [{"type": "text", "text": words}, *images]}
 
 
-def turn_messages(inputs: TurnInputs) -> list[Message]:
+def turn_messages(inputs: TurnInputs) -> list[ChatMessage]:
     """The whole prompt: the system message, the recent window, then this turn's context and request."""
     return merged([system_message(inputs), *_recent(inputs), _request(inputs)])

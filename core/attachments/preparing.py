@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from core.agent.slots import waiting_elsewhere
 from core.attachments.documents import attachment_block, extracted
 from core.attachments.images import SeenImage, prepared
-from core.attachments.model import (
+from core.attachments.media import (
     DOCUMENT_TOO_BIG,
     IMAGE_TOO_BIG,
     MAX_IMAGES_PER_TURN,
