@@ -32,6 +32,7 @@ from adapters.storage.page_store import PageStore
 from adapters.storage.receipts import Receipts
 from adapters.storage.schedule_store import ScheduleStore
 from adapters.storage.search_index.derived import DerivedIndex
+from adapters.storage.thread_reads import ThreadReads
 from adapters.storage.unit_of_work import SqlUnitOfWork
 from adapters.storage.usage_store import UsageStore
 from bot.settings import Settings, joined
@@ -163,7 +164,7 @@ def build_gateway(settings: Settings, usage: UsageLedger, clock: Clock, models: 
 
 def history_search(engine: AsyncEngine, messages: MessageStore, index: DerivedIndex | None = None) -> HistorySearch:
     """history_search over a database (and its derived index): the one way to build it."""
-    return HistorySearch(messages, KeywordMatcher(engine), DatabaseKeys(engine), index)
+    return HistorySearch(messages, KeywordMatcher(engine), ThreadReads(engine), DatabaseKeys(engine), index)
 
 
 def _page(settings: Settings, engine: AsyncEngine, clock: Clock) -> tuple[PageAccess | None, str]:
@@ -227,7 +228,6 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         owners = OwnerStore(engine)
         index = DerivedIndex.beside(settings.database_url, engine,
                                     Path(settings.search_index_dir) if settings.search_index_dir else None)
-        fulltext = KeywordMatcher(engine)
         history = history_search(engine, messages, index)
         usage = UsageStore(engine)
         spending = Spending(usage, owners, clock, settings.spending_limit_usd)
@@ -238,7 +238,7 @@ async def services(settings: Settings, clock: Clock | None = None) -> AsyncItera
         tools = _toolbox(settings, gateway, (messages, memory, owners, schedules), history, clock)
         turn = TurnDeps(
             gateway=gateway, spending=spending, messages=messages, owners=owners, memory=memory,
-            conversation=fulltext, clock=clock, uow=SqlUnitOfWork(engine, messages),
+            conversation=ThreadReads(engine), clock=clock, uow=SqlUnitOfWork(engine, messages),
             tools=tools,
             evidence=selector, check=ReplyChecker(gateway, selector),
         )

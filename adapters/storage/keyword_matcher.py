@@ -4,13 +4,11 @@ SQLite answers with FTS5 (``porter unicode61 remove_diacritics 2``) ranked by BM
 PostgreSQL with an accent-folding english ``tsvector`` (the nod_search configuration)
 and a GIN index, ranked by ``ts_rank_cd``. Both index a message's own words and, as a
 second, lower-weighted field, the words of the message just before it (migration 3 writes
-that field as each message arrives). ``KeywordMatcher`` is the Matcher history_search uses when
-the derived index cannot answer, and the conversation port for everything else a search
-reads: periods and related older messages here, the current thread, neighbours and windows in
-adapters.storage.thread_reads. The words are
-bound as parameters and, for FTS5, each is quoted as a phrase, so nothing the owner typed
-is ever read as query syntax. Ties are broken by id so that every ordering is total and
-paging is stable.
+that field as each message arrives). ``KeywordMatcher`` is the Matcher history_search uses
+when the derived index cannot answer; the conversation port (adapters.storage.thread_reads)
+runs this module's period and related-message queries. The words are bound as parameters
+and, for FTS5, each is quoted as a phrase, so nothing the owner typed is ever read as query
+syntax. Ties are broken by id so that every ordering is total and paging is stable.
 """
 
 from __future__ import annotations
@@ -19,11 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, column, func, literal_column, select, table, text
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from adapters.storage.database import for_reads
 from adapters.storage.message_store import stored_message
 from adapters.storage.schema import messages
-from adapters.storage.thread_reads import ThreadReads
 from core.history.ranking import Frequencies
 from core.history.related import closest
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
@@ -251,8 +249,11 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
     return closest(request, found, count, Frequencies(*await frequencies(conn, terms.terms)))
 
 
-class KeywordMatcher(ThreadReads):
-    """The database's index as a Matcher, with the thread reads of a search (ThreadReads)."""
+class KeywordMatcher:
+    """The database's full-text index as a Matcher (core.ports.Matcher)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._reads = for_reads(engine)  # reads only: on PostgreSQL in autocommit, never for writes
 
     async def count_matches(self, terms: Sequence[str], scope: Scope, own_words: bool = False) -> int:
         async with self._reads.connect() as conn:
@@ -278,15 +279,3 @@ class KeywordMatcher(ThreadReads):
         """The whole database's (FTS5's and tsvector's statistics are not kept per thread)."""
         async with self._reads.connect() as conn:
             return await frequencies(conn, terms)
-
-    async def count_period(self, scope: Scope) -> int:
-        async with self._reads.connect() as conn:
-            return await count_period(conn, scope)
-
-    async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]:
-        async with self._reads.connect() as conn:
-            return await period(conn, scope, newest_first, limit, offset)
-
-    async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]:
-        async with self._reads.connect() as conn:
-            return await related(conn, thread_id, request, older_than, count)

@@ -7,7 +7,7 @@ writes the new words in its place, made as a message is (``StoredMessage.edited`
 secret flag worked out again), in one transaction. Migration 13's triggers move the
 database's full-text index to the new words (the message's entry and the next message's,
 whose context it is); the derived index follows the versions table by id
-(``adapters.storage.search_index.derived``), so the edit takes the same shared fence lock
+(``adapters.storage.search_index.derived``), so the edit takes the same shared insert lock (id_horizon)
 as an insert: on PostgreSQL a version id can then not commit behind one the index has passed.
 """
 

@@ -1,5 +1,7 @@
-"""What a search reads of a thread besides its matches: the current thread and snapshot, a
-message's neighbours, the window around one, and the rows a page of results shows.
+"""What a search reads of a thread besides its matches (core.ports.Conversation): the current
+thread and snapshot, a message's neighbours, the window around one, the rows a page of results
+shows; and, through the full-text queries of adapters.storage.keyword_matcher, periods and
+related older messages.
 
 The same statements serve SQLite and PostgreSQL, except the rows a page shows, which
 PostgreSQL gets in a form its plan cache keeps (``_SHOWN_POSTGRESQL``). Those a search runs
@@ -17,9 +19,11 @@ from typing import Any
 from sqlalchemy import and_, bindparam, func, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from adapters.storage import keyword_matcher
 from adapters.storage.database import for_reads
 from adapters.storage.message_store import stored_messages
 from adapters.storage.schema import messages, threads
+from core.history.scope import Scope
 from core.message import StoredMessage
 
 
@@ -133,7 +137,7 @@ async def window(conn: AsyncConnection, thread_id: int, message_id: int, each_si
 
 
 class ThreadReads:
-    """The conversation port's reads (core.ports.Conversation) that need no full-text index."""
+    """The conversation port (core.ports.Conversation) on the database."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._reads = for_reads(engine)  # reads only: on PostgreSQL in autocommit, never for writes
@@ -155,6 +159,18 @@ class ThreadReads:
     async def window(self, thread_id: int, message_id: int, each_side: int) -> list[int]:
         async with self._reads.connect() as conn:
             return await window(conn, thread_id, message_id, each_side)
+
+    async def count_period(self, scope: Scope) -> int:
+        async with self._reads.connect() as conn:
+            return await keyword_matcher.count_period(conn, scope)
+
+    async def period(self, scope: Scope, newest_first: bool, limit: int, offset: int) -> list[int]:
+        async with self._reads.connect() as conn:
+            return await keyword_matcher.period(conn, scope, newest_first, limit, offset)
+
+    async def related(self, thread_id: int, request: str, older_than: int, count: int) -> list[StoredMessage]:
+        async with self._reads.connect() as conn:
+            return await keyword_matcher.related(conn, thread_id, request, older_than, count)
 
 
 _TAIL = text(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from core.clock import model_time
 from core.errors import IndexFailure, InvalidInput, NotFound
@@ -30,10 +30,6 @@ from core.text import QueryTerms, query_terms, stems, words
 MAX_EXCERPT_CHARS = 1_200
 MAX_NEIGHBOUR_CHARS = 300
 AROUND_EACH_SIDE = 5
-
-
-class Database(Matcher, Conversation, Protocol):
-    """The database's own index: always there, exact, the fallback of any faster index."""
 
 
 @dataclass(frozen=True)
@@ -56,9 +52,11 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
 
 
 class HistorySearch:
-    def __init__(self, messages: Messages, database: Database, keys: Keys, index: SearchIndex | None = None) -> None:
+    def __init__(self, messages: Messages, keywords: Matcher, conversation: Conversation, keys: Keys,
+                 index: SearchIndex | None = None) -> None:
         self._messages = messages
-        self._database = database
+        self._keywords = keywords  # the database's own index: always there, exact, the fallback of any faster one
+        self._conversation = conversation
         self._keys = keys
         self._index = index
 
@@ -67,16 +65,16 @@ class HistorySearch:
         and its last message id: one statement with the index's check, else the database's."""
         if terms is not None and self._index is not None:
             return await self._index.usable_and_current(owner_id)
-        return False, await self._database.current(owner_id)
+        return False, await self._conversation.current(owner_id)
 
     async def _matcher(self, usable: bool, scope: Scope, cursor: Cursor | None) -> tuple[Matcher, int | None]:
         """The derived index (with the thread's newest messages from the database) and how
         far it answers, else the database's own index and None. Later pages keep the first
         page's answer: the cursor says which it was."""
         if not usable or self._index is None or (cursor is not None and cursor.split is None):
-            return self._database, None
+            return self._keywords, None
         view = await self._index.view(scope.thread_id, scope.snapshot, cursor.split if cursor else None, checked=True)
-        return view if view is not None else (self._database, None)
+        return view if view is not None else (self._keywords, None)
 
     async def search(self, owner: Owner, args: HistorySearchArguments) -> dict[str, Any]:
         """Run history_search for ``owner``; the tool's JSON result, or InvalidInput/NotFound."""
@@ -100,7 +98,7 @@ class HistorySearch:
         try:
             page = await self._page(matcher, scope, request, terms, owner, offset, added, counted)
         except IndexFailure:
-            page, split = await self._page(self._database, scope, request, terms, owner, offset, added, counted), None
+            page, split = await self._page(self._keywords, scope, request, terms, owner, offset, added, counted), None
         deep = page.next_offset is not None and page.next_offset > MAX_OFFSET
         # only the index's counts travel: they are the thread's own, the database's every owner's (a cursor is readable)
         counts = _for_cursor(page.frequencies) if split is not None else None
@@ -132,7 +130,7 @@ class HistorySearch:
         found = await self._messages.get(message_id)
         if found is None or found.thread_id != thread_id or found.role.value == "tool":
             raise NotFound(f"Message {message_id} is not in this conversation.")
-        ids = await self._database.window(thread_id, message_id, AROUND_EACH_SIDE)
+        ids = await self._conversation.window(thread_id, message_id, AROUND_EACH_SIDE)
         results = await self._results(owner, thread_id, ids, False, None, frozenset())
         return {"results": results, "totalMatches": len(results), "nextCursor": None, "complete": True}
 
@@ -143,7 +141,7 @@ class HistorySearch:
         near: dict[int, tuple[int | None, int | None]] = {}
         read: Mapping[int, StoredMessage]
         if with_neighbours:
-            read, near = await self._database.shown(thread_id, ids)
+            read, near = await self._conversation.shown(thread_id, ids)
         else:
             read = await self._messages.get_many(ids)
         # read back and checked here, whatever an index said: only this owner's thread is shown
@@ -172,8 +170,8 @@ class HistorySearch:
         by_next: frozenset[int] = frozenset()
         frequencies = None
         if terms is None:
-            total = await self._database.count_period(scope)
-            ids = await self._database.period(scope, request.order is Order.NEWEST, limit, offset)
+            total = await self._conversation.count_period(scope)
+            ids = await self._conversation.period(scope, request.order is Order.NEWEST, limit, offset)
         elif request.order is Order.NEWEST:  # a time listing holds only messages saying the words
             total = await matcher.count_matches(terms.terms, scope, own_words=True)
             ids = await matcher.newest(terms.terms, scope, limit, offset)
@@ -204,12 +202,12 @@ class HistorySearch:
         hits, total = await matcher.ranked_and_counted(terms.terms, scope, WINDOW)
         if not hits:
             return [], total, frozenset(), 0, counted
-        extra = await preceding(self._database, self._messages, matcher, scope, terms.terms, hits)
+        extra = await preceding(self._conversation, self._messages, matcher, scope, terms.terms, hits)
         pool = [*hits, *extra]
         if all(h.seq is not None for h in pool):  # the derived index knows each one's place
             around = around_by_position(pool)
         else:
-            around = await self._database.neighbours(scope.thread_id, [h.id for h in pool], NEIGHBOUR_REACH)
+            around = await self._conversation.neighbours(scope.thread_id, [h.id for h in pool], NEIGHBOUR_REACH)
         frequencies = counted or Frequencies(*await matcher.frequencies(terms.terms, scope.thread_id))
         ordered = rerank(pool, terms.stem_groups, around, frequencies, hints)
         ids = ordered[offset : offset + limit]

@@ -26,11 +26,11 @@ from adapters.storage.memory_store import MemoryStore
 from adapters.storage.message_store import MessageStore
 from adapters.storage.objects import ObjectStore
 from adapters.storage.owner_store import OwnerStore
+from adapters.storage.thread_reads import ThreadReads
 from adapters.storage.unit_of_work import SqlUnitOfWork
 from adapters.storage.usage_store import UsageStore
 from core.clock import FixedClock
-from core.history.search import Database
-from core.ports import Keys, MemoryRepository, Messages, OwnerLocks, Owners, UnitOfWork, UsageLedger
+from core.ports import Conversation, Keys, Matcher, MemoryRepository, Messages, OwnerLocks, Owners, UnitOfWork, UsageLedger
 from tests.conftest import _skip_or_fail_without_postgres, drop_postgres_database
 from tests.fakes.messages import MemoryMessages, MemoryUnitOfWork
 from tests.fakes.ports import FixedKeys, MemoryDocuments, MemoryLocks, MemoryOwners, MemoryUsage, NoConversation
@@ -49,7 +49,8 @@ class Ports:
     owners: Owners
     usage: UsageLedger
     keys: Keys
-    conversation: Database
+    conversation: Conversation
+    keywords: Matcher  # the database's own full-text index
     locks: OwnerLocks
     uow: UnitOfWork
     clock: FixedClock
@@ -60,7 +61,7 @@ def _fakes() -> Ports:
     clock = FixedClock(NOW)
     messages = MemoryMessages()
     fakes = Ports("fake", messages, MemoryDocuments(), MemoryOwners(), MemoryUsage(), FixedKeys(),
-                  NoConversation(), MemoryLocks(), MemoryUnitOfWork(messages), clock, lambda: fakes)
+                  NoConversation(), NoConversation(), MemoryLocks(), MemoryUnitOfWork(messages), clock, lambda: fakes)
     return fakes
 
 
@@ -68,7 +69,8 @@ def _stores(kind: str, engine: AsyncEngine) -> Ports:
     clock = FixedClock(NOW)
     messages = MessageStore(engine, clock)
     return Ports(kind, messages, MemoryStore(ObjectStore(engine), clock), OwnerStore(engine),
-                 UsageStore(engine), DatabaseKeys(engine), KeywordMatcher(engine), DatabaseLocks(engine),
+                 UsageStore(engine), DatabaseKeys(engine), ThreadReads(engine), KeywordMatcher(engine),
+                 DatabaseLocks(engine),
                  SqlUnitOfWork(engine, messages), clock, lambda: _stores(kind, engine))
 
 

@@ -1,7 +1,7 @@
 """The empty conversation: what a search reads when there is nothing to find.
 
-``NoConversation`` stands in for the database's reads (``core.history.search.Database``:
-the Conversation port and the Matcher) in unit tests of turns; these prove it answers as a
+``NoConversation`` stands in for the database's reads (the Conversation port and the
+database's Matcher) in unit tests of turns; these prove it answers as a
 database holding no messages does — None, zero and empty, never an error.
 """
 
@@ -32,10 +32,10 @@ async def test_an_empty_thread_matches_nothing(ports: Ports) -> None:
     ana = (await ports.owners.add("ana", "UTC", (), NOW)).id
     scope = Scope(thread_id=await ports.messages.active_thread(ana), snapshot=0)
     words = ["boat", "lagos"]
-    assert await ports.conversation.count_matches(words, scope) == 0
-    assert await ports.conversation.count_matches(words, scope, own_words=True) == 0
-    assert await ports.conversation.ranked(words, scope, 10) == []
-    assert await ports.conversation.ranked_and_counted(words, scope, 10) == ([], 0)
-    assert await ports.conversation.newest(words, scope, 10, 0) == []
-    assert await ports.conversation.which_match(words, scope, []) == set()
-    assert await ports.conversation.frequencies(words, scope.thread_id) == (1, {"boat": 0, "lago": 0})
+    assert await ports.keywords.count_matches(words, scope) == 0
+    assert await ports.keywords.count_matches(words, scope, own_words=True) == 0
+    assert await ports.keywords.ranked(words, scope, 10) == []
+    assert await ports.keywords.ranked_and_counted(words, scope, 10) == ([], 0)
+    assert await ports.keywords.newest(words, scope, 10, 0) == []
+    assert await ports.keywords.which_match(words, scope, []) == set()
+    assert await ports.keywords.frequencies(words, scope.thread_id) == (1, {"boat": 0, "lago": 0})

@@ -165,7 +165,7 @@ class _Held:
 
 
 class NoConversation:
-    """The database's reads (core.history.search.Database) with no message stored: no older
+    """The database's reads (the Conversation port and its Matcher) with no message stored: no older
     related messages and nothing to search (unit tests of turns)."""
 
     async def current(self, owner_id: int) -> tuple[int, int] | None:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.storage.keyword_matcher import KeywordMatcher
 from adapters.storage.message_store import MessageStore
 from adapters.storage.owner_store import OwnerStore
 from adapters.storage.search_index.derived import DerivedIndex
+from adapters.storage.thread_reads import ThreadReads
 from bot.wiring import history_search
 from core.clock import SystemClock
 from core.errors import InvalidInput, NotFound
@@ -347,5 +347,5 @@ async def test_related_messages_come_from_the_same_index_by_the_owners_own_words
     second = await chat.say("Another trip, by train this time")
     request = await chat.say("Find me another boat trip")
     thread = await chat.store.active_thread(chat.owner.id)
-    found = await KeywordMatcher(engine).related(thread, "Find me another boat trip", request, 6)
+    found = await ThreadReads(engine).related(thread, "Find me another boat trip", request, 6)
     assert [m.id for m in found] == [trip, second]

@@ -83,7 +83,7 @@ async def make_world(agent: QueueModel | None = None, memory: QueueModel | None 
     messages, docs, owners, usage = MemoryMessages(), MemoryDocuments(), MemoryOwners(), MemoryUsage()
     owner = await owners.add("Maya", "Europe/Lisbon", (), START)
     gateway = Gateway(ModelRoles(agent_model, MEMORY if memory else None), agent, memory, usage, PriceTable({}), clock)
-    history = HistorySearch(messages, NoConversation(), FixedKeys())
+    history = HistorySearch(messages, NoConversation(), NoConversation(), FixedKeys())
     selector = Selector(gateway, history, messages, clock)
     tools = Toolbox(ToolServices(docs, messages, history, Learner(gateway, messages, docs, clock),
                                  Controls(gateway, messages, docs, owners), LearnedSkills(gateway, docs, clock, known_secrets), clock))

@@ -1,6 +1,6 @@
 """Related older messages on the database's own full-text index, on real stores.
 
-memory_read, memory_find and the index, which need no database, are in tests/unit/test_memory_reading.py.
+memory_read, memory_find and the index, which need no database, are in tests/unit/test_memory_lookup.py.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapters.storage.keyword_matcher import KeywordMatcher
 from adapters.storage.message_store import MessageStore
 from adapters.storage.owner_store import OwnerStore
+from adapters.storage.thread_reads import ThreadReads
 from core.clock import SystemClock
 from core.message import Message, Role
 
@@ -42,7 +42,7 @@ async def test_related_older_messages_share_the_most_words_and_skip_recent_cards
         await _say(store, owner_id, f"unrelated chatter {i}", n=i)
     recent_start = await _say(store, owner_id, "dinner restaurant Porto tonight?", n=20)
     thread = await store.active_thread(owner_id)
-    found = await KeywordMatcher(engine).related(thread, "Book dinner at the Porto restaurant again", recent_start, 6)
+    found = await ThreadReads(engine).related(thread, "Book dinner at the Porto restaurant again", recent_start, 6)
     assert [m.id for m in found] == [best, some]
-    found = await KeywordMatcher(engine).related(thread, "Book dinner at the Porto restaurant again", recent_start, 1)
+    found = await ThreadReads(engine).related(thread, "Book dinner at the Porto restaurant again", recent_start, 1)
     assert [m.id for m in found] == [best]  # more candidates than asked for: the best by BM25F (core.history.related)

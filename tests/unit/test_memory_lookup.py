@@ -2,7 +2,7 @@
 
 memory_read looks up an entry's sources through the Messages port; here that is the
 in-memory fake, which ``tests/contract`` proves reads messages by id as the stores do.
-(These ran on SQLite and PostgreSQL in tests/integration/test_memory_reading.py, which
+(These ran on SQLite and PostgreSQL in tests/integration/test_memory_lookup.py, which
 keeps related older messages: they are the database's full-text index.)
 """
 
