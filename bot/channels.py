@@ -1,17 +1,7 @@
 """The channels Nod knows, one registry entry each, and the ones ``nod run`` starts.
 
-A channel package says in its ``kind.py`` all Nod needs of it before it runs: its settings
-(named by their environment variables), when it is on, its start-summary line and how the
-operator writes an identity on it; it builds the running channel, loading its SDK only
-then. ``CHANNELS`` lists them: the settings compose their fields, the start summary, ``--link``
-and ``nod run`` read it, so adding a channel is its package and one line here
-(docs/architecture.md, "Adding a channel").
-
-Every running channel hands its messages to one front door, and every reply leaves through
-one router that sends it back to the identity it answers (falling back to the owner's other
-channel when that one refuses). Objects are made first, so their webhook handlers can be
-mounted before the web server starts; they start after it listens, because Telegram's
-setWebhook may call back at once.
+Adding a channel is its package and one line in ``CHANNELS`` (docs/architecture.md, "Adding a
+channel"); webhooks are mounted before the server starts, channels start after it listens.
 """
 
 from __future__ import annotations

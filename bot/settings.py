@@ -1,17 +1,7 @@
 """Settings: one typed class read once from the environment and an optional ``.env`` file.
 
-The ``.env`` file and the default SQLite database live in the data directory, ``NOD_HOME``
-(bot.home): every command finds the same data from any working directory. Each channel's
-variables are its package's own (``adapters/*/kind.py``), composed in from the registry
-(bot.channels): one flat set of variables, as the README lists them.
-
-pydantic-settings does the reading (the environment wins over ``.env``; an empty value
-counts as unset) and the typing; each variable's name is its field's alias, so the name
-an operator sets is the name every error gives. Nothing else in Nod reads ``os.environ``:
-the value is built here and passed down. A part that is enabled but misses its secret
-fails at start with one sentence naming the variable, instead of failing later in the
-middle of a conversation. ``Settings(...)`` in code reads nothing but its arguments;
-``load_settings()`` is what ``nod`` uses.
+Nothing else in Nod reads ``os.environ``, and a part that is on but misses its secret fails at
+start naming the variable, not mid-conversation. Details: docs/architecture.md, "Settings".
 """
 
 from __future__ import annotations

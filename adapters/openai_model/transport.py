@@ -1,21 +1,7 @@
 """The HTTP transport under the openai SDK: a bounded read of each answer, and no retry of a refused request.
 
-Two things the SDK cannot be told directly, done where the bytes arrive:
-
-- **A byte cap.** A chat completion asked for a few thousand tokens is a few kilobytes of
-  JSON; a hostile or broken server could send megabytes, and httpx would read them all into
-  memory before the SDK looks. The body is read in chunks up to ``MAX_BODY_BYTES``; past it
-  the read stops, the connection is dropped, and what was read goes on marked ``x-nod-body-cut``
-  as ``text/plain``, so the SDK hands the adapter the text instead of parsing it, and the
-  adapter reports a cut answer (never asked again unchanged).
-- **No retry of a refused request.** The SDK retries every 5xx. llama-cpp-python answers a
-  request it cannot validate (pydantic: "1 validation error …") with HTTP 500, so a request
-  that can never succeed would be sent three times. Such a body, and every 4xx but 408, 409
-  and 429, gets the SDK's own ``x-should-retry: false`` (its documented override), and
-  ``x-nod-invalid-request`` so the adapter calls it a refusal, not an outage.
-
-Every transport shares one TLS context: httpx would otherwise load the CA bundle again for
-each client (about 20 ms of CPU each, paid by every start and every wiring).
+The SDK cannot be told either, so both are done where the bytes arrive; every transport shares
+one TLS context. Details: docs/turn.md, "The OpenAI adapter's transport".
 """
 
 from __future__ import annotations

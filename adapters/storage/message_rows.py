@@ -1,20 +1,7 @@
 """A message as a row of the messages table, and many of them inserted at once.
 
-``row_values`` is the one place a message becomes a row; the rules of a stored message (its
-time, storable text, the secret flag) were applied when it was made (core.message).
-
-``insert_rows`` stores a batch (an import's: IMPORT_BATCH lines) and skips a
-redelivered external id; ``prepare`` does its Python part first, so an import can do it
-while SQLite stores the batch before. On SQLite a batch that fits one statement is written as one
-multi-row INSERT whose parameters are bound here with the columns' own SQLAlchemy type
-processors: SQLAlchemy's general path spent about 15 ms a thousand rows building the
-same statement and parameters, as long as SQLite then took to store them, so an import
-went at half the speed SQLite allows. One statement applies whole or not at all, so it
-needs no BEGIN and COMMIT of its own, and it returns no rows: how many were new is
-SQLite's count of changed rows (a skipped one is not changed). RETURNING made sqlite3
-take the interpreter lock back once a returned row, each time waiting for the import's
-parsing to yield it (a fifth of an import's time, 200,000 lines 11.5 s → 9.4 s). Larger
-batches and PostgreSQL take SQLAlchemy's path, in a transaction.
+``row_values`` is the one place a message becomes a row; ``insert_rows`` skips a redelivered
+external id. Why SQLite's batches bypass SQLAlchemy's general path, measured: docs/architecture.md.
 """
 
 from __future__ import annotations

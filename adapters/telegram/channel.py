@@ -1,23 +1,8 @@
 """The Telegram channel: python-telegram-bot's Bot around Nod's front door.
 
-Nothing is acknowledged before it is stored. With a webhook URL, Nod's own aiohttp
-server receives ``POST /webhooks/telegram``, checks ``X-Telegram-Bot-Api-Secret-Token``
-(403 otherwise), hands the update to the front door and answers 200 only once the front
-door has stored it; when storing fails the answer is 503, so Telegram delivers the update
-again. Without one, Nod long-polls ``getUpdates`` itself rather than through PTB's
-Updater: the Updater confirms a batch (by asking for the next offset) before its updates
-are handled, so a crash lost them; here an update's offset is confirmed only after it is
-stored, and a failure asks for the same offset again after a pause.
-
-Updates are handled one at a time, in order, so an owner's messages are stored in the
-order they were sent; the slow work runs beside: a turn is a task of the conductor (the
-channel shows "typing" until it ends), and a digest — it may call the memory model — is
-sent from a task of its own; "typing…" is sent again every four seconds while the turn
-runs (never "upload photo": Nod sends no files). In a group Nod says once that it works
-only in private chats, the first time it is addressed there, and stores nothing of the
-group's; an edit of an owner's message (``edited_message``) updates the stored words. A
-tap on a task-card button becomes an owner message flagged ``card_title``: the words are
-Nod's, never evidence for memory; a stranger's tap is not even answered. At start Nod registers its commands so Telegram shows them in the menu.
+Nothing is acknowledged before it is stored: a webhook answers 200 only after the front door
+stored the update, and polling confirms an offset only then, so a crash never loses one.
+Why polling is Nod's own and not PTB's Updater: docs/channels.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """What a Telegram update means to Nod: an ``Inbound`` message, or nothing.
 
-Only private chats count: an update from a group, supergroup or channel is ignored
-before anything is read or stored, so memory never shows where others can read it.
-Forwarded text is not the owner's words; the text of a quoted reply is stored beside the
-owner's reply, flagged the same way; an attachment is noted and flagged while its
-caption is the owner's words. A voice message or an audio file also carries a
-``VoiceNote`` — its file_id, declared size and duration, and an upload name OpenAI
-accepts (``voice.ogg``: Telegram calls OGG Opus ``.oga``) — so it can be transcribed; a
-caption then comes first, as the owner's words beside it.
-
-A photo, an image sent as a file, a PDF or a plain-text file carries a ``MediaRef`` (the
-largest photo size Telegram offers, with its declared size and pixels) and is one
-message: its caption is the text, the owner's words; without one the text is the file's
-label, flagged as an attachment. Another file is named with its type and size; a location,
-place or contact becomes a short text, flagged as not the owner's words. Every message
-carries its platform id (chat and message id), by which an ``edited_message`` — new words
-for it — finds it.
+Only private chats count, and every flag (forwarded, quoted, attachment, voice) is set here,
+because what is the owner's own words decides what may be saved. Details: docs/channels.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """What a Twilio WhatsApp webhook means to Nod: an ``Inbound`` message, or nothing.
 
-The sender is the WhatsApp number (``whatsapp:+351…`` → ``+351…``); MessageSid is the
-external id, so Twilio's retries store one message. Media are noted and flagged as
-attachments while the body (the caption) is the owner's words; a message WhatsApp marks
-as forwarded is flagged as not the owner's words. The first audio medium (a voice note:
-``audio/ogg``) is the message itself, carrying a ``VoiceNote`` whose reference is its
-Twilio media URL, so it can be transcribed; a body then comes first, as the owner's
-words beside it. Twilio declares no size or duration: the download is what bounds it.
-
-The first image (``image/*``) or readable document (a PDF, plain text, a contact card) is
-the message's ``MediaRef``, fetched in the turn from Twilio with the account's
-credentials; the body is its caption, the owner's words, and without one the text is the
-file's label, flagged as an attachment. Other media are named with their type. A shared
-location (``Latitude``/``Longitude``, with ``Address`` and ``Label`` for a place) becomes
-a short text, flagged as not the owner's words.
+MessageSid is the external id, so Twilio's retries store one message; the flags set here decide
+what counts as the owner's own words. Details: docs/channels.md.
 """
 
 from __future__ import annotations

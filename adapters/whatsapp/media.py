@@ -1,17 +1,7 @@
 """Fetching a WhatsApp voice note's audio, photo or document from Twilio into memory.
 
-The reference stored with the note is the webhook's ``MediaUrl0``, a Twilio API address
-(``https://api.twilio.com/2010-04-01/Accounts/AC…/Messages/MM…/Media/ME…``). It is
-fetched with HTTP basic auth (account SID and auth token: Twilio can require it for
-media), following Twilio's redirect to its storage; aiohttp drops the Authorization
-header when a redirect leaves the origin, so the credentials go to Twilio only. They are
-sent only to Twilio's API host — or, when ``TWILIO_API_BASE_URL`` names a proxy (or a
-test server), to that, with Twilio's own host rewritten to it like every API call — and
-never to another address a form might name.
-
-Twilio declares no size, so the size is bounded while reading: a ``Content-Length`` over
-the bound is refused before the body is read, and reading stops as soon as the bytes pass
-it. The audio stays in memory; nothing is written to disk.
+The account's credentials go to Twilio's API host only, never to an address a form names, and
+the size is bounded while reading because Twilio declares none. Details: docs/channels.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Evidence selection before a turn started by an owner message (the EvidenceSource slot).
 
-Two memory-model calls at most, both ``evidence_selection``. The first sees the request
-and every note (path and text) and answers which notes bear on it — it may connect an
-indirect question to a preference or a possession — which searches to run (related
-concepts, source names), and whether the request is about totals or comparisons. The
-server runs the searches itself (at most 5, at most 5 pages each, at most 100 messages
-kept). The second call ranks the notes and messages the server returned. The server
-keeps only note paths and message ids it supplied; anything else is dropped and logged.
-With no memory model, no spending capacity, a timeout or an unreadable answer, the turn
-goes on without a packet (a failed ranking falls back to the search order).
-
-The per-turn state — the selection and the reply check's cache — is kept per owner and
-replaced when the next owner request begins, so a new message clears both.
+The server keeps only the note paths and message ids it supplied, and the turn goes on without
+a packet when anything fails. The two calls and their bounds: docs/memory.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """The derived index's documents: its schema, how a message becomes one, how a search becomes a query.
 
-Kept apart from the index's life (opening, checking, catching up: adapters.storage.search_index.derived)
-so each reads on its own. A document holds the message's stems and, boosted lower, the
-previous message's (the two fields of FTS5's ``search_fts``), the thread, id and time as
-fast fields for the scope filters, a digest of the row (to tell another database apart),
-and what re-ranking reads — its place in the thread (``seq``), whether the owner said it,
-and its shape (stems by sentence) — so a search needs no round trip to the database
-before the page it shows.
-
-Each stem is indexed as a term of its thread (``12:island``), so a word query reads only
-that thread's postings: no filter intersects them with the thread's list of every
-document (0.4 ms a search when one thread holds a million), and a word's document
-frequency, which BM25 and re-ranking weigh, counts that thread's messages alone: no word
-another owner writes weighs in an owner's search. tantivy's BM25, which picks the window
-re-ranking reads, still divides by the whole index's document count and average length,
-so how much others write (never what) can move a near tie among those candidates.
+Each stem is a term of its thread, so a search reads only that thread's postings and no other
+owner's words weigh in its scores. The fields and why: docs/search.md.
 """
 
 from __future__ import annotations

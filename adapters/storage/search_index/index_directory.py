@@ -1,23 +1,8 @@
 """Where a derived index lives, and the marker that says it is Nod's and whose it is.
 
-The marker (``nod-format.json``) names the index format and the database it was built
-from; it is written before tantivy's files and replaced whole, so a directory holding
-tantivy's files is always marked and a crash mid-write never leaves a marker that reads as
-none. A directory that holds other files and no marker is never touched:
-NOD_SEARCH_INDEX_DIR pointed at the wrong place must lose nothing. A marked one tantivy
-cannot open (its meta file cut short or overwritten, a file lost) is emptied and rebuilt,
-unless another process is writing it.
-
-A new index keeps its stored fields (each message's shape) in 2 KiB LZ4 blocks instead of
-tantivy's 16 KiB: a search reads about 110 stored documents spread over the whole index,
-and each read decompresses a whole block. On a million messages those reads took 0.82 ms
-a search with 16 KiB blocks and 0.30 ms with 2 KiB, for 195 MiB on disk instead of 184
-(without compression: 0.37 ms, 215 MiB). tantivy-py does not expose tantivy's
-``IndexSettings``; tantivy reads them from the index's ``meta.json`` when it opens one, so
-a new directory gets a meta file made by tantivy itself (in a scratch directory) with
-these two settings changed, linked into place only where none exists yet: a meta file
-another process wrote is never replaced. A tantivy whose meta file does not carry these
-settings gets its own defaults.
+A directory with other files and no marker is never touched (a wrong NOD_SEARCH_INDEX_DIR loses
+nothing); a marked one tantivy cannot open is rebuilt. The marker, the meta file and the 2 KiB
+store blocks, measured: docs/search.md.
 """
 
 from __future__ import annotations
