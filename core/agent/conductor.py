@@ -34,6 +34,7 @@ TURN_FAILED = "Something went wrong on my side and I couldn't answer. Please try
 RECOVER_WITHIN = timedelta(hours=6)  # older requests left by a crash get a note, not a late answer
 DELIVERY_GRACE = timedelta(minutes=5)  # a stored reply is resent only when no live delivery can still be trying
 SEND_DEADLINE = timedelta(minutes=4)  # ... because a delivery (its retries and fallbacks) is cut off before then
+STOP_WAIT = timedelta(seconds=10)  # a stop waits this long for replies being handed over (systemd allows 90 s)
 TOO_LATE = ("Sorry, I was interrupted and couldn't answer your message of {when} in time. "
             "If you still need it, please ask again.")
 
@@ -53,6 +54,7 @@ class Conductor:
         self._starting: dict[int, asyncio.Task[None]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         self._sending: set[int] = set()  # replies whose first delivery runs in this process
+        self._delivering: set[asyncio.Task[None]] = set()  # deliveries a stop waits for (``close``)
         self._retries = StoreRetries()
         self._delivery_grace = delivery_grace
 
@@ -219,6 +221,10 @@ class Conductor:
             task.cancel()
         if self._turns:
             await asyncio.wait(set(self._turns.values()))
+        if self._delivering:  # cut between the channel and its record, a reply would be sent again after the restart
+            _, cut = await asyncio.wait(set(self._delivering), timeout=STOP_WAIT.total_seconds())
+            if cut:
+                log.warning("stopped_during_delivery replies=%s; recovery sends them after the restart", len(cut))
 
     async def _turn(self, owner: Owner, request: StoredMessage, sender: Identity, late: bool = False) -> None:
         across = self._locks_across.turn(owner.id) if self._locks_across is not None else nullcontext()
@@ -234,24 +240,24 @@ class Conductor:
                     request, sender = newest, await self._reply_address(owner, newest)
                 if late:
                     when = request.sent_at.astimezone(owner.zone).strftime("%Y-%m-%d %H:%M")
-                    await asyncio.shield(self._deliver(owner, request, sender, Reply(TOO_LATE.format(when=when)), notice=True))
+                    await self._delivered(owner, request, sender, Reply(TOO_LATE.format(when=when)), notice=True)
                 else:
                     await self._run(owner, request, sender)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - the lock or the owner's row failed (the database): apologise once
             log.exception("turn_failed owner=%s message=%s", owner.id, request.id)
-            await asyncio.shield(self._deliver(owner, request, sender, Reply(TURN_FAILED), notice=True))
+            await self._delivered(owner, request, sender, Reply(TURN_FAILED), notice=True)
 
     async def _run(self, owner: Owner, request: StoredMessage, sender: Identity) -> None:
         heard = await self._listener.hear(request)  # a voice note becomes its transcript first
         if heard.notice is not None:
-            await asyncio.shield(self._deliver(owner, request, sender, Reply(heard.notice), notice=True))
+            await self._delivered(owner, request, sender, Reply(heard.notice), notice=True)
             return
         request = heard.request
         seen = await self._reader.read(request)  # photos and documents, into memory only
         if seen.nothing_to_answer:  # a file without a caption that could not be read: its sentence answers
-            await asyncio.shield(self._deliver(owner, request, sender, Reply(seen.preface(False)), notice=True))
+            await self._delivered(owner, request, sender, Reply(seen.preface(False)), notice=True)
             return
         current = await self._deps_owner(owner)
         ctx = await begin(current, TurnOrigin.OWNER_MESSAGE, request.thread_id, request.id,
@@ -268,11 +274,20 @@ class Conductor:
         if blind_now and seen.silent_request and not outcome.notice:  # nothing but the photo, and it went unseen
             outcome = TurnOutcome(NO_VISION_ALONE, notice=True)
         preface = "" if outcome.notice and blind_now and seen.silent_request else seen.preface(blind_now)
-        await asyncio.shield(self._deliver(current, request, sender, outcome.reply, outcome.notice, preface))
+        await self._delivered(current, request, sender, outcome.reply, outcome.notice, preface)
 
     async def _deps_owner(self, owner: Owner) -> Owner:
         """The owner as stored now: settings (spending, saving) may have changed since."""
         return await self._deps.owners.by_id(owner.id)
+
+    async def _delivered(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply, notice: bool = False,
+                         preface: str = "") -> None:
+        """``_deliver`` run to its end even when the turn is cancelled, and waited for by ``close``:
+        a stop never leaves a reply sent but not recorded, which recovery would send again."""
+        task = asyncio.create_task(self._deliver(owner, request, to, reply, notice, preface))
+        self._delivering.add(task)
+        task.add_done_callback(self._delivering.discard)
+        await asyncio.shield(task)
 
     async def _deliver(self, owner: Owner, request: StoredMessage, to: Identity, reply: Reply, notice: bool = False,
                        preface: str = "") -> None:

@@ -25,8 +25,8 @@ from sqlalchemy.engine import make_url
 
 from adapters.storage.schema import messages
 from core.message import Inbound, Message, Role
-from core.owner import Identity
-from core.replies import CUT_NOTE, MAX_REPLY_CHARS
+from core.owner import Identity, Owner
+from core.replies import CUT_NOTE, MAX_REPLY_CHARS, Reply
 from tests.fakes.model_server import FakeModelServer, text
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.integration.harness import AGENT, START, Harness, Sink, make_harness
@@ -271,3 +271,35 @@ async def test_a_reply_stored_by_a_process_that_died_before_sending_is_sent_once
         assert await nod.conductor.recover(("telegram",)) == 0
         second = Sink()
         assert await nod.svc.conductor(second).recover(("telegram",)) == 0 and second.sent == []
+
+
+class _SlowChannel(Sink):
+    """A channel that takes the reply only when the test lets it: a send in flight during a stop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.release = asyncio.Event(), asyncio.Event()
+
+    async def deliver(self, owner: Owner, to: Identity, reply: Reply) -> None:
+        self.entered.set()
+        await self.release.wait()
+        await super().deliver(owner, to, reply)
+
+
+async def test_a_stop_waits_for_a_reply_being_handed_over_so_the_restart_does_not_send_it_again(
+        tmp_path: Path, server: FakeModelServer) -> None:
+    async for nod in make_harness(tmp_path, server, memory_model=None):
+        channel = _SlowChannel()
+        conductor = nod.svc.conductor(channel)
+        server.enqueue(AGENT, text("Yes, at six."))
+        await conductor.receive(nod.owner, Inbound(Identity("telegram", "4242"), "call mum?", external_id="u1"))
+        await asyncio.wait_for(channel.entered.wait(), 20)
+        stopping = asyncio.create_task(conductor.close())
+        done, _ = await asyncio.wait({stopping}, timeout=1)
+        assert not done, "the stop returned while the reply was still being handed to its channel"
+        channel.release.set()
+        await asyncio.wait_for(stopping, 20)
+        assert channel.sent == ["Yes, at six."]
+        nod.svc.clock.set(START + timedelta(minutes=6))  # type: ignore[attr-defined]
+        again = Sink()  # the restarted process: nothing is owed, so nothing is sent twice
+        assert await nod.svc.conductor(again).recover(("telegram",)) == 0 and again.sent == []
