@@ -21,13 +21,14 @@ from contextlib import contextmanager
 from aiohttp import web
 
 from adapters.storage.database import sqlite_file
+from adapters.storage.search_index.derived import DerivedIndex
 from adapters.web.app import PathOnlyAccessLog, build_app
 from adapters.web.page import PageServices
 from bot.channels import Channels, channels
 from bot.settings import Settings
 from bot.summary import start_summary
 from bot.wiring import Services, services
-from core.errors import ConfigError
+from core.errors import ConfigError, StorageError
 from core.maintenance.tick import next_tick
 
 log = logging.getLogger("nod.run")
@@ -60,16 +61,30 @@ def page_services(svc: Services) -> PageServices | None:
 async def _repeat(stop: asyncio.Event, what: str, step: Callable[[], Awaitable[float]]) -> None:
     """``step`` until stopped, each time waiting the seconds it answers (or a second after a failure):
     the loop outlives a failed step, since the database may be back later."""
+    failing = False  # a database that stays unwritable is said once, not every second
     while not stop.is_set():
         wait_s = 1.0
         try:
             wait_s = await step()
+            if failing:
+                log.info("%s_resumed", what)
+            failing = False
+        except StorageError as exc:  # the database's own sentence (unwritable, gone, refused): no traceback
+            if not failing:
+                log.warning("%s_failed error=%s", what, exc)
+            failing = True
         except Exception:  # noqa: BLE001 - logged; the next step tries again
             log.exception("%s_failed", what)
         try:
             await asyncio.wait_for(stop.wait(), timeout=wait_s)
         except TimeoutError:
             pass
+
+
+async def _warm(index: DerivedIndex) -> None:
+    """The derived index brought up to date in the background; said when done (its reads are over)."""
+    await index.warm()
+    log.info("search_index_warm_done")
 
 
 async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:
@@ -145,7 +160,7 @@ async def _serve(settings: Settings) -> None:
                                access_log_class=PathOnlyAccessLog)
         await runner.setup()
         site = web.TCPSite(runner, settings.host, settings.port)
-        warming = asyncio.create_task(svc.search_index.warm()) if svc.search_index else None
+        warming = asyncio.create_task(_warm(svc.search_index)) if svc.search_index else None
         hourly = asyncio.create_task(_maintenance_loop(svc, stop))
         recovering: asyncio.Task[None] | None = None
         scheduling: asyncio.Task[None] | None = None

@@ -63,7 +63,8 @@ class _OpenedFile:
     """The SQLite file an engine opened: a write into a deleted or replaced file is refused.
 
     SQLite keeps writing to a file unlinked under it; a message stored there is lost at the
-    next start while its webhook got 200. Checked (one ``stat`` and three ``access``) before every write.
+    next start while its webhook got 200. Checked (one ``stat`` and three ``access``) before every write
+    and whenever a connection is handed out.
     """
 
     def __init__(self, path: Path) -> None:
@@ -222,6 +223,9 @@ def create_engine(url: str = DEFAULT_URL, *, pool_size: int = 5) -> AsyncEngine:
         if path is not None:
             opened = _FILES[engine.sync_engine] = _OpenedFile(path)
             event.listen(engine.sync_engine, "connect", lambda _conn, _record: opened.opened())
+            # reads too: a WAL reader writes its read mark into the mapped -shm, which SIGBUSes on an
+            # immutable file just as a write does; checked as a connection is handed out (a few µs)
+            event.listen(engine.sync_engine, "checkout", lambda _conn, _record, _proxy: opened.check())
         return engine
     if driver == "postgresql+asyncpg":
         if importlib.util.find_spec("asyncpg") is None:
