@@ -84,7 +84,7 @@ async def _repeat(stop: asyncio.Event, what: str, step: Callable[[], Awaitable[f
 async def _warm(index: DerivedIndex) -> None:
     """The derived index brought up to date in the background; said when done (its reads are over)."""
     await index.warm()
-    log.info("search_index_warm_done")
+    log.debug("search_index_warm_done")
 
 
 async def _recovery_loop(running: Channels, stop: asyncio.Event) -> None:

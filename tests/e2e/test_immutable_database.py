@@ -53,7 +53,8 @@ async def _health(port: int) -> tuple[int, str]:
 
 async def test_immutable_database_files_make_health_503_and_the_process_survives(tmp_path: Path) -> None:
     port = free_port()
-    env = clean_env(NOD_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", NOD_PORT=str(port))
+    env = clean_env(NOD_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'nod.db'}", NOD_PORT=str(port),
+                    NOD_LOG_LEVEL="DEBUG")  # for the line that says the start's reads are over
     proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
