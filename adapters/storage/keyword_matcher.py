@@ -22,7 +22,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from adapters.storage.database import for_reads
 from adapters.storage.message_store import stored_message
 from adapters.storage.schema import messages
-from core.history.ranking import Frequencies
 from core.history.related import closest
 from core.history.scope import CONTEXT_WEIGHT, Hit, Scope
 from core.message import StoredMessage
@@ -244,9 +243,9 @@ async def related(conn: AsyncConnection, thread_id: int, request: str, older_tha
             vector.op("@@")(tsq), base, messages.c.thread_id == thread_id)
     query = query.order_by(literal_column("score").desc(), messages.c.id.desc()).limit(RELATED_CANDIDATES)
     found = [stored_message(r) for r in await conn.execute(query)]
-    if len(found) <= count:  # each is shown: no order to choose, no frequencies to read
+    if len(found) <= count:  # each is shown: no order to choose
         return sorted(found, key=lambda m: m.id)
-    return closest(request, found, count, Frequencies(*await frequencies(conn, terms.terms)))
+    return closest(request, found, count)
 
 
 class KeywordMatcher:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from core.bm25 import scores
-from core.history.ranking import Frequencies
 from core.history.related import closest
 from core.message import Role, StoredMessage
 from core.text import query_terms, stem_counts
@@ -44,7 +43,6 @@ def _message(id_: int, text: str) -> StoredMessage:
 def test_related_messages_are_the_best_scored_oldest_first_the_newest_winning_a_tie() -> None:
     candidates = [_message(1, "dinner in Porto"), _message(2, "Porto was rainy"), _message(3, "dinner in Porto"),
                   _message(4, "Casa Ramos restaurant in Porto for dinner")]
-    frequencies = Frequencies(100, {"dinner": 3, "porto": 30, "restaur": 1})
-    found = closest("Book dinner at the Porto restaurant", candidates, 2, frequencies)
+    found = closest("Book dinner at the Porto restaurant", candidates, 2)  # weights counted among the four
     assert [m.id for m in found] == [3, 4]
-    assert closest("", candidates, 2, frequencies) == []
+    assert closest("", candidates, 2) == []
