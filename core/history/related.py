@@ -5,7 +5,7 @@ no secrets: ``Conversation.related``); this orders them the same way on every ba
 BM25F score history_search re-ranks with (core.bm25) over the message's own words, then newest,
 with each word's weight counted among the candidates themselves. Measured on LoCoMo (owner
 speaker a, Hit@6) against the backend's order after the most shared words: dev 0.643 → 0.656,
-test 0.731 → 0.715. The whole database's counts scored dev 0.666 but cost a query a turn: on
+test 0.731 → 0.706. The whole database's counts scored dev 0.666 but cost a query a turn: on
 PostgreSQL the turn bench's answer p50 went from 33 to 47 ms.
 """
 
